@@ -1,0 +1,1 @@
+"""Who is calling and what they may do: bearer tokens, principals, rate limits, audit."""

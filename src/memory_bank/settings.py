@@ -1,0 +1,54 @@
+"""The one configuration object, read from ``MEMORY_BANK_*`` environment variables.
+
+Every tunable lives here so that an operator can see the whole surface in one place
+(DESIGN §8); modules receive a ``Settings`` instance instead of reading the environment.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from functools import lru_cache
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Profile(StrEnum):
+    """Deployment profile; staging and production fail closed where development fails open."""
+
+    development = "development"
+    staging = "staging"
+    production = "production"
+
+
+class McpToolsMode(StrEnum):
+    """Which tools the MCP server lists: the two meta-tools, one tool per operation, or both."""
+
+    meta = "meta"
+    direct = "direct"
+    both = "both"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MEMORY_BANK_", extra="ignore")
+
+    env: Profile = Profile.development
+    database_url: str = "sqlite:///./memory-bank.db"
+    redis_url: str | None = None
+    rate_limit_rpm: int = Field(default=120, ge=1)
+    rate_limit_org_overrides: dict[str, int] = Field(default_factory=dict)
+    mcp_tools: McpToolsMode = McpToolsMode.meta
+    mcp_allow_stdio: bool = False
+    token: str | None = None
+    public_url: str = "http://127.0.0.1:8000"
+
+    @property
+    def protected(self) -> bool:
+        """True in the profiles that must fail closed rather than degrade."""
+        return self.env is not Profile.development
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once from the environment."""
+    return Settings()
