@@ -1,0 +1,118 @@
+"""House rules for the specs we write by hand (``openapi/*.yaml``).
+
+The generated catalog is only as good as the spec: an agent picks a tool by its
+name, summary and description, and handles failures by their problem documents.
+So the generator refuses a spec that leaves any of these out. Third-party specs are
+not linted; ``catalog_builder`` copes with them instead. Every issue names the
+operation (or ``spec``) and the rule, so a failing ``regenerate-tools`` says exactly
+what to fix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from codegen.loader import Operation, deref, iter_operations
+
+__all__ = ["LintIssue", "lint_spec"]
+
+MAX_OPERATION_ID = 64
+REQUIRED_ERROR_STATUSES = ("401", "422")
+PROBLEM_JSON = "application/problem+json"
+_CAMEL_CASE = re.compile(r"^[a-z][a-zA-Z0-9]*$")
+_PERMISSION = re.compile(r"^[a-z][a-z0-9_-]*:(read|write|admin)$")
+
+
+@dataclass(frozen=True)
+class LintIssue:
+    """One broken rule: where (operationId, ``METHOD /path`` or ``spec``), which rule, why."""
+
+    operation: str
+    rule: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.operation}: {self.rule}: {self.message}"
+
+
+Check = Callable[[Operation, dict[str, Any]], Iterator[tuple[str, str]]]
+
+
+def _label(op: Operation) -> str:
+    operation_id = op.operation.get("operationId")
+    return operation_id if isinstance(operation_id, str) and operation_id else f"{op.method.upper()} {op.path}"
+
+
+def _check_operation_id(op: Operation, spec: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    operation_id = op.operation.get("operationId")
+    if not isinstance(operation_id, str) or not operation_id:
+        yield "operation-id-present", "every operation needs an operationId (it becomes the tool name)"
+        return
+    if len(operation_id) > MAX_OPERATION_ID:
+        yield "operation-id-length", f"{len(operation_id)} characters, at most {MAX_OPERATION_ID} (MCP tool-name limit)"
+    if not _CAMEL_CASE.match(operation_id):
+        yield "operation-id-camel-case", "use camelCase verb+noun, e.g. postMemory"
+
+
+def _check_texts(op: Operation, spec: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    for field, why in (("summary", "the tool title"), ("description", "what an agent reads to choose the tool")):
+        value = op.operation.get(field)
+        if not isinstance(value, str) or not value.strip():
+            yield f"{field}-present", f"{field} is missing or empty; it is {why}"
+
+
+def _check_capability(op: Operation, spec: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    declared = op.operation.get("x-capability")
+    if not isinstance(declared, dict):
+        yield "x-capability-present", "x-capability {category, permission, expose} is missing"
+        return
+    category = declared.get("category")
+    if not isinstance(category, str) or not category.strip():
+        yield "x-capability-category", "category must be a non-empty string, e.g. Memory"
+    permission = declared.get("permission")
+    if not isinstance(permission, str) or not _PERMISSION.match(permission):
+        yield "x-capability-permission", f"permission {permission!r} is not <area>:read|write|admin, e.g. memory:read"
+    if not isinstance(declared.get("expose"), bool):
+        yield "x-capability-expose", "expose must be true or false"
+
+
+def _check_errors(op: Operation, spec: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    responses = op.operation.get("responses")
+    responses = {str(k): v for k, v in responses.items()} if isinstance(responses, dict) else {}
+    missing = [status for status in REQUIRED_ERROR_STATUSES if status not in responses]
+    if missing:
+        yield "error-responses-declared", f"declare the error responses {', '.join(missing)}"
+    for status, response in responses.items():
+        if status[:1] not in ("4", "5"):
+            continue
+        content = (deref(spec, response) or {}).get("content")
+        if not isinstance(content, dict) or PROBLEM_JSON not in content:
+            yield "error-response-problem-json", f"response {status} must have {PROBLEM_JSON} content"
+
+
+_CHECKS: tuple[Check, ...] = (_check_operation_id, _check_texts, _check_capability, _check_errors)
+
+
+def lint_spec(spec: dict[str, Any]) -> list[LintIssue]:
+    """Every house-rule violation in ``spec``, in operation order; empty means clean."""
+    issues: list[LintIssue] = []
+    seen_ids: dict[str, str] = {}
+    operations = list(iter_operations(spec))
+    if not operations:
+        issues.append(LintIssue("spec", "operations-present", "the spec declares no operations"))
+    for op in operations:
+        label = _label(op)
+        issues += (LintIssue(label, rule, message) for check in _CHECKS for rule, message in check(op, spec))
+        operation_id = op.operation.get("operationId")
+        if isinstance(operation_id, str) and operation_id:
+            where = f"{op.method.upper()} {op.path}"
+            if operation_id in seen_ids:
+                issues.append(
+                    LintIssue(label, "operation-id-unique", f"{where} reuses the operationId of {seen_ids[operation_id]}")
+                )
+            else:
+                seen_ids[operation_id] = where
+    return issues
