@@ -1,0 +1,130 @@
+"""Our capability search next to FastMCP's BM25 tool-search transform, same specs, same queries.
+
+    python bench/capability_search_vs_fastmcp.py [--queries FILE.jsonl] [--specs-root DIR] [--k 5] [--json]
+
+Defaults to ../shared/evals/toolalpaca. Three rankers, one run, one table:
+
+* ``memory-bank`` - ``CapabilitySearch`` over the codegen catalog (as the eval harness).
+* ``fastmcp/catalog`` - FastMCP's BM25 index (``fastmcp.server.transforms.search.bm25._BM25Index``,
+  the ranking inside ``BM25SearchTransform``) over fastmcp ``Tool``s made from the SAME
+  catalog entries with the same text: name; description = title, description, tags and
+  ``METHOD /path``; parameters flattened to the top level (as fastmcp's own OpenAPI
+  tools have them) with their descriptions. Only the ranking differs.
+* ``fastmcp/openapi`` - the same BM25 index over the tools fastmcp's own OpenAPI integration
+  (``OpenAPIProvider``) makes from each spec: fastmcp's names, descriptions and parameters.
+
+Documents go through fastmcp's own ``_extract_searchable_text``; we call the index
+directly (what ``BM25SearchTransform._search`` does after its cache check) so that
+index build and query latency are measured the same way for every ranker.
+
+fastmcp (the ``bench`` extra) requires ``mcp>=2.3,<3``, which agrees with the project's
+``mcp>=2.3`` pin, so it installs into the project venv and runs in this process:
+``pip install -e ".[bench]"``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "evals"), str(ROOT), str(ROOT / "src")]
+
+import httpx2  # noqa: E402
+from capability_search import (  # noqa: E402
+    Ranker,
+    evaluate,
+    load_catalog,
+    memory_bank_ranker,
+    op_key,
+    read_queries,
+)
+from codegen.loader import load_spec  # noqa: E402
+from fastmcp.server.providers.openapi import OpenAPIProvider  # noqa: E402
+from fastmcp.server.transforms.search.base import _extract_searchable_text  # noqa: E402
+from fastmcp.server.transforms.search.bm25 import _BM25Index  # noqa: E402
+from fastmcp.tools.base import Tool  # noqa: E402
+
+DEFAULT_ROOT = ROOT.parent / "shared" / "evals" / "toolalpaca"
+
+
+def _fastmcp_ranker(documents: Sequence[str], keys: Sequence[tuple[str, str]]) -> tuple[Ranker, float]:
+    """FastMCP's BM25 over ``documents``; results mapped to ``keys``; plus build time (ms)."""
+    started = time.perf_counter()
+    index = _BM25Index()
+    index.build(list(documents))
+    build_ms = (time.perf_counter() - started) * 1000
+    return (lambda text, limit: [keys[i] for i in index.query(text, limit)]), build_ms
+
+
+def _flat_parameters(capability: Mapping[str, Any]) -> dict[str, Any]:
+    """path/query/header/body groups merged into one properties map, as fastmcp tools have them."""
+    merged: dict[str, Any] = {}
+    for group in (capability["inputSchema"].get("properties") or {}).values():
+        if isinstance(group, Mapping):
+            merged |= group.get("properties") or {}
+    return {"type": "object", "properties": merged}
+
+
+def _catalog_tool(capability: Mapping[str, Any]) -> Tool:
+    """A fastmcp Tool carrying the same words our index sees for ``capability``."""
+    description = "\n".join(
+        [capability["title"], capability["description"], " ".join(capability["tags"]), f"{capability['method']} {capability['path']}"]
+    )
+    return Tool(name=capability["name"], description=description, parameters=_flat_parameters(capability))
+
+
+def fastmcp_catalog_ranker(catalog: Sequence[Mapping[str, Any]]) -> tuple[Ranker, float]:
+    documents = [_extract_searchable_text(_catalog_tool(c)) for c in catalog]
+    return _fastmcp_ranker(documents, [op_key(c) for c in catalog])
+
+
+def fastmcp_openapi_ranker(specs_root: Path, spec_names: Sequence[str]) -> tuple[Ranker, float]:
+    """Tools from fastmcp's OpenAPI integration, one provider per spec, pooled in one index."""
+    documents, keys = [], []
+    client = httpx2.AsyncClient(base_url="http://127.0.0.1")  # never called: tools are only ranked
+    for name in spec_names:
+        provider = OpenAPIProvider(load_spec(specs_root / name), client=client)
+        for tool in asyncio.run(provider.list_tools()):
+            route = tool._route
+            documents.append(_extract_searchable_text(tool))
+            keys.append((name, f"{route.method.upper()} {route.path}"))
+    return _fastmcp_ranker(documents, keys)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--queries", type=Path, default=DEFAULT_ROOT / "queries.jsonl")
+    parser.add_argument("--specs-root", type=Path, default=DEFAULT_ROOT)
+    parser.add_argument("--k", type=int, default=5)
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    args = parser.parse_args(argv)
+
+    queries = read_queries(args.queries)
+    spec_names = sorted({q.spec for q in queries})
+    catalog = load_catalog(args.specs_root, spec_names)
+    rankers = {
+        "memory-bank": memory_bank_ranker(catalog),
+        "fastmcp/catalog": fastmcp_catalog_ranker(catalog),
+        "fastmcp/openapi": fastmcp_openapi_ranker(args.specs_root, spec_names),
+    }
+    rows = {name: {"build_ms": round(build_ms, 2)} | evaluate(queries, rank, k=args.k) for name, (rank, build_ms) in rankers.items()}
+    if args.json:
+        print(json.dumps({"queries": len(queries), "operations": len(catalog), "rankers": rows}))
+        return 0
+    columns = list(next(iter(rows.values())))
+    print(f"{len(queries)} queries, {len(catalog)} operations, k={args.k}")
+    print(f"{'ranker':<16}" + "".join(f"{c:>16}" for c in columns))
+    for name, row in rows.items():
+        print(f"{name:<16}" + "".join(f"{row[c]:>16}" for c in columns))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
