@@ -20,7 +20,9 @@ from codegen.loader import Operation, deref, iter_operations
 __all__ = ["LintIssue", "lint_spec"]
 
 MAX_OPERATION_ID = 64
-REQUIRED_ERROR_STATUSES = ("401", "422")
+#: Every operation is authenticated (401); one that takes input can also reject it (422).
+AUTH_ERROR_STATUS = "401"
+INPUT_ERROR_STATUS = "422"
 PROBLEM_JSON = "application/problem+json"
 _CAMEL_CASE = re.compile(r"^[a-z][a-zA-Z0-9]*$")
 _PERMISSION = re.compile(r"^[a-z][a-z0-9_-]*:(read|write|admin)$")
@@ -82,7 +84,9 @@ def _check_capability(op: Operation, spec: dict[str, Any]) -> Iterator[tuple[str
 def _check_errors(op: Operation, spec: dict[str, Any]) -> Iterator[tuple[str, str]]:
     responses = op.operation.get("responses")
     responses = {str(k): v for k, v in responses.items()} if isinstance(responses, dict) else {}
-    missing = [status for status in REQUIRED_ERROR_STATUSES if status not in responses]
+    takes_input = bool(op.operation.get("parameters") or op.path_item.get("parameters") or op.operation.get("requestBody"))
+    required = (AUTH_ERROR_STATUS, INPUT_ERROR_STATUS) if takes_input else (AUTH_ERROR_STATUS,)
+    missing = [status for status in required if status not in responses]
     if missing:
         yield "error-responses-declared", f"declare the error responses {', '.join(missing)}"
     for status, response in responses.items():

@@ -22,6 +22,7 @@ def clean_operation(operation_id: str = "getThing") -> dict[str, Any]:
         "summary": "Get a thing",
         "description": "Returns the thing.",
         "x-capability": {"category": "Things", "permission": "memory:read", "expose": True},
+        "parameters": [{"name": "q", "in": "query", "schema": {"type": "string"}}],
         "responses": {
             "200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object"}}}},
             "401": {"$ref": "#/components/responses/Problem"},
@@ -84,6 +85,13 @@ def test_each_rule_names_operation_and_rule(mutate: Any, rule: str) -> None:
     operation_id = issues[0].operation
     assert operation_id in ("getThing", "get" + "X" * 70, "get_thing", "GetThing")
     assert str(issues[0]).startswith(f"{operation_id}: {rule}: ")
+
+
+def test_an_operation_without_input_need_not_declare_422() -> None:
+    op = clean_operation()
+    op.pop("parameters")
+    op["responses"].pop("422")
+    assert lint_spec(spec_with(("/things", "get", op))) == []
 
 
 def test_any_area_permission_is_accepted() -> None:

@@ -1,0 +1,3 @@
+from codegen.cli import run
+
+run()

@@ -1,0 +1,148 @@
+"""The operations of a spec, read once into the shape the interface and route renderers share.
+
+Both renderers must agree on every method name, parameter name, type and default,
+or the generated router would call the interface wrongly; reading the spec here,
+once, makes that agreement structural.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from codegen.naming import pascal_case, snake_case
+from codegen.pytypes import CodegenError, TypeNamer, constraints
+
+HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+JSON = "application/json"
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str  # as on the wire
+    python_name: str
+    location: str  # path, query or header
+    type_expr: str
+    required: bool
+    default: Any
+    bounds: dict[str, Any]
+    description: str
+
+
+@dataclass(frozen=True)
+class RequestBody:
+    media_type: str
+    type_expr: str  # a model for JSON, ``str`` for text bodies such as JSON lines
+
+    @property
+    def is_json(self) -> bool:
+        return self.media_type == JSON
+
+
+@dataclass(frozen=True)
+class Operation:
+    operation_id: str
+    method: str
+    path: str
+    summary: str
+    permission: str
+    parameters: tuple[Parameter, ...]
+    body: RequestBody | None
+    success_statuses: tuple[int, ...]  # first one is the default
+    success_media_type: str | None  # None: no content
+    reply_type: str
+
+    @property
+    def python_name(self) -> str:
+        return snake_case(self.operation_id)
+
+
+def read_operations(spec: dict[str, Any], models_prefix: str = "models.") -> list[Operation]:
+    """Every operation of ``spec`` in path order; routes re-sort for matching."""
+    namer = TypeNamer(spec, prefix=models_prefix)
+    operations = []
+    for path, item in spec.get("paths", {}).items():
+        for method in HTTP_METHODS:
+            if method in item:
+                operations.append(_read_operation(namer, path, method, item, item[method]))
+    if namer.inline_models:
+        names = ", ".join(m.name for m in namer.inline_models)
+        raise CodegenError(f"inline object schemas in operations must be components: {names}")
+    return operations
+
+
+def _read_operation(namer: TypeNamer, path: str, method: str, item: dict, op: dict) -> Operation:
+    op_id = op["operationId"]
+    merged = {(p["in"], p["name"]): p for p in _parameters(namer, item) + _parameters(namer, op)}
+    parameters = tuple(_read_parameter(namer, op_id, p) for p in merged.values() if p["in"] != "cookie")
+    statuses, media_type, reply_type = _read_success(namer, op_id, op)
+    return Operation(
+        operation_id=op_id,
+        method=method.upper(),
+        path=path,
+        summary=op.get("summary", ""),
+        permission=op.get("x-capability", {}).get("permission", ""),
+        parameters=parameters,
+        body=_read_body(namer, op_id, op),
+        success_statuses=statuses,
+        success_media_type=media_type,
+        reply_type=reply_type,
+    )
+
+
+def _parameters(namer: TypeNamer, holder: dict) -> list[dict[str, Any]]:
+    return [_resolve_object(namer.spec, p) for p in holder.get("parameters", [])]
+
+
+def _resolve_object(spec: dict[str, Any], obj: dict[str, Any]) -> dict[str, Any]:
+    """Follow a ``#/components/<kind>/<name>`` ref to a parameter, response or body."""
+    while "$ref" in obj:
+        node: Any = spec
+        for part in obj["$ref"].removeprefix("#/").split("/"):
+            node = node[part]
+        obj = node
+    return obj
+
+
+def _read_parameter(namer: TypeNamer, op_id: str, param: dict[str, Any]) -> Parameter:
+    schema = param.get("schema", {})
+    resolved = namer.resolve(schema)
+    # Bounds are stated on Query()/Path() where a reader of the route sees them, so a
+    # bounded alias is inlined; an unbounded one (an enum) keeps its readable name.
+    bounds = constraints(resolved)
+    type_expr = namer.expression(resolved if bounds else schema, pascal_case(op_id) + pascal_case(param["name"]))
+    required = bool(param.get("required")) or param["in"] == "path"
+    return Parameter(
+        name=param["name"],
+        python_name=snake_case(param["name"]),
+        location=param["in"],
+        type_expr=type_expr if required or "default" in resolved else f"{type_expr} | None",
+        required=required,
+        default=resolved.get("default"),
+        bounds=bounds,
+        description=" ".join(param.get("description", resolved.get("description", "")).split()),
+    )
+
+
+def _read_body(namer: TypeNamer, op_id: str, op: dict[str, Any]) -> RequestBody | None:
+    if "requestBody" not in op:
+        return None
+    content = _resolve_object(namer.spec, op["requestBody"]).get("content", {})
+    if JSON in content:
+        return RequestBody(JSON, namer.expression(content[JSON].get("schema", {}), pascal_case(op_id) + "Body"))
+    media_type = next(iter(content), "application/octet-stream")
+    return RequestBody(media_type, "str")
+
+
+def _read_success(namer: TypeNamer, op_id: str, op: dict[str, Any]) -> tuple[tuple[int, ...], str | None, str]:
+    responses = {str(code): _resolve_object(namer.spec, r) for code, r in op.get("responses", {}).items()}
+    statuses = tuple(int(code) for code in responses if code.startswith("2"))
+    if not statuses:
+        raise ValueError(f"{op_id}: declares no 2xx response")
+    content = responses[str(statuses[0])].get("content", {})
+    if not content:
+        return statuses, None, "None"
+    if JSON in content:
+        schema = content[JSON].get("schema", {})
+        return statuses, JSON, namer.expression(schema, pascal_case(op_id) + "Response")
+    return statuses, next(iter(content)), "TextStream"

@@ -1,0 +1,138 @@
+"""OpenAPI schema -> Python type expressions, for the modules that are written as code.
+
+The catalog needs JSON Schema (``schemas.py``); the models, interface and routes need
+Python source text. Both read the same spec, so this module spells every type one
+way: a named component becomes its class or alias name, everything else an inline
+expression. Constructs the handwritten specs do not use fail loudly here rather than
+generating something subtly wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from codegen.naming import pascal_case
+
+COMPONENT_PREFIX = "#/components/schemas/"
+
+#: JSON Schema keyword -> pydantic ``Field``/``Query`` keyword.
+CONSTRAINTS: dict[str, str] = {
+    "minLength": "min_length",
+    "maxLength": "max_length",
+    "pattern": "pattern",
+    "minimum": "ge",
+    "maximum": "le",
+    "exclusiveMinimum": "gt",
+    "exclusiveMaximum": "lt",
+    "minItems": "min_length",
+    "maxItems": "max_length",
+}
+
+SCALARS: dict[str, str] = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
+FORMATS: dict[str, str] = {"date-time": "datetime", "date": "date"}
+
+
+class CodegenError(Exception):
+    """A spec construct the Python renderers cannot express; names where it is."""
+
+
+@dataclass
+class InlineModel:
+    """An object schema without a component name, emitted as ``<Parent><Property>``."""
+
+    name: str
+    schema: dict[str, Any]
+
+
+@dataclass
+class TypeNamer:
+    """Turns schemas into type expressions; ``prefix`` qualifies component names (``models.``)."""
+
+    spec: dict[str, Any]
+    prefix: str = ""
+    inline_models: list[InlineModel] = field(default_factory=list)
+
+    def component(self, ref: str) -> tuple[str, dict[str, Any]]:
+        """The Python name and schema a local component ``$ref`` points at."""
+        if not ref.startswith(COMPONENT_PREFIX):
+            raise CodegenError(f"only local component refs are supported, got {ref!r}")
+        key = ref.removeprefix(COMPONENT_PREFIX)
+        try:
+            return pascal_case(key), self.spec["components"]["schemas"][key]
+        except KeyError:
+            raise CodegenError(f"unresolved $ref {ref!r}") from None
+
+    def resolve(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """Follow top-level refs until a concrete schema (for constraints and defaults)."""
+        seen: set[str] = set()
+        while "$ref" in schema:
+            if schema["$ref"] in seen:
+                raise CodegenError(f"cyclic alias {schema['$ref']!r}")
+            seen.add(schema["$ref"])
+            schema = self.component(schema["$ref"])[1]
+        return schema
+
+    def expression(self, schema: dict[str, Any], owner: str = "Model") -> str:
+        """A Python type for ``schema``; ``owner`` names inline object models it creates."""
+        if "$ref" in schema:
+            return self.prefix + self.component(schema["$ref"])[0]
+        if "enum" in schema:
+            return "Literal[" + ", ".join(repr(v) for v in schema["enum"]) + "]"
+        for union_key in ("anyOf", "oneOf"):
+            if union_key in schema:
+                return _union(self.expression(s, owner) for s in schema[union_key])
+        if "allOf" in schema:
+            if len(schema["allOf"]) != 1:
+                raise CodegenError(f"{owner}: allOf with several members is not supported")
+            return self.expression(schema["allOf"][0], owner)
+        types = schema.get("type")
+        if isinstance(types, list):
+            return _union(self.expression({**schema, "type": t}, owner) for t in types)
+        if types == "array":
+            return f"list[{self.expression(schema.get('items', {}), owner + 'Item')}]"
+        if types == "object" or "properties" in schema:
+            return self._object(schema, owner)
+        if types in SCALARS:
+            return FORMATS.get(schema.get("format", ""), SCALARS[types]) if types == "string" else SCALARS[types]
+        if types is None:
+            return "Any"
+        raise CodegenError(f"{owner}: unsupported schema type {types!r}")
+
+    def _object(self, schema: dict[str, Any], owner: str) -> str:
+        if schema.get("properties"):
+            self.inline_models.append(InlineModel(owner, schema))
+            return self.prefix + owner
+        extra = schema.get("additionalProperties")
+        value = self.expression(extra, owner + "Value") if isinstance(extra, dict) else "Any"
+        return f"dict[str, {value}]"
+
+
+def constraints(schema: dict[str, Any]) -> dict[str, Any]:
+    """The pydantic keywords for the bounds ``schema`` itself declares (refs not followed)."""
+    return {CONSTRAINTS[k]: v for k, v in schema.items() if k in CONSTRAINTS}
+
+
+def keyword_args(values: dict[str, Any]) -> str:
+    """``{"ge": 1, "le": 100}`` -> ``ge=1, le=100`` (deterministic, repr-quoted)."""
+    return ", ".join(f"{k}={v!r}" for k, v in values.items())
+
+
+def component_refs(schema: Any) -> Iterator[str]:
+    """Every component ``$ref`` anywhere inside ``schema`` (for ordering definitions)."""
+    if isinstance(schema, dict):
+        if isinstance(schema.get("$ref"), str) and schema["$ref"].startswith(COMPONENT_PREFIX):
+            yield schema["$ref"].removeprefix(COMPONENT_PREFIX)
+        for value in schema.values():
+            yield from component_refs(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            yield from component_refs(item)
+
+
+def _union(members: Iterator[str]) -> str:
+    unique = list(dict.fromkeys(members))
+    # ``X | None`` reads better with None last.
+    unique.sort(key=lambda m: m == "None")
+    return " | ".join(unique)

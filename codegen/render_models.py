@@ -1,0 +1,129 @@
+"""Render ``models.py``: one pydantic model or type alias per ``components/schemas`` entry.
+
+Object schemas become ``BaseModel`` classes (``extra="forbid"`` where the spec says
+``additionalProperties: false``); enums become ``Literal`` aliases so handlers can use
+plain strings; bounded scalars and arrays become ``Annotated`` aliases carrying their
+constraints, so a bound is written once in the spec and enforced everywhere it is used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codegen.imports import ImportGroups, import_block
+from codegen.naming import pascal_case
+from codegen.pytypes import InlineModel, TypeNamer, component_refs, constraints, keyword_args
+
+IMPORTS: ImportGroups = (
+    {"datetime": ("date", "datetime"), "typing": ("Annotated", "Any", "Literal")},
+    {"pydantic": ("BaseModel", "ConfigDict", "Field", "model_validator")},
+)
+
+
+def render_models(spec: dict[str, Any]) -> str:
+    schemas: dict[str, Any] = spec.get("components", {}).get("schemas", {})
+    namer = TypeNamer(spec)
+    blocks: list[str] = []
+    classes: list[str] = []
+    for key in _dependency_order(schemas):
+        schema = schemas[key]
+        name = pascal_case(key)
+        if _is_model(schema):
+            blocks.append(_render_class(name, schema, namer))
+            classes.append(name)
+        else:
+            blocks.append(_render_alias(name, schema, namer))
+        while namer.inline_models:
+            inline: InlineModel = namer.inline_models.pop(0)
+            blocks.append(_render_class(inline.name, inline.schema, namer))
+            classes.append(inline.name)
+    rebuild = f"for _model in ({', '.join(classes)},):\n    _model.model_rebuild()\n" if classes else ""
+    body = "\n\n\n".join(blocks) + "\n\n\n" + rebuild
+    return import_block(body, IMPORTS) + "\n\n" + body
+
+
+def _is_model(schema: dict[str, Any]) -> bool:
+    return "enum" not in schema and (schema.get("type") == "object" or "properties" in schema)
+
+
+def _dependency_order(schemas: dict[str, Any]) -> list[str]:
+    """Spec order, except that a definition comes after the ones it refers to.
+
+    Aliases are evaluated when the module is imported, so what they name must already
+    exist; cycles (only possible through models) are left to ``model_rebuild``.
+    """
+    ordered: list[str] = []
+    state: dict[str, str] = {}
+
+    def visit(key: str) -> None:
+        if state.get(key) or key not in schemas:
+            return
+        state[key] = "visiting"
+        for dep in component_refs(schemas[key]):
+            visit(dep)
+        state[key] = "done"
+        ordered.append(key)
+
+    for key in schemas:
+        visit(key)
+    return ordered
+
+
+def _render_alias(name: str, schema: dict[str, Any], namer: TypeNamer) -> str:
+    expression = namer.expression(schema, name)
+    field_args = _field_args(schema)
+    if field_args:
+        expression = f"Annotated[{expression}, Field({keyword_args(field_args)})]"
+    return f"{name} = {expression}"
+
+
+def _render_class(name: str, schema: dict[str, Any], namer: TypeNamer) -> str:
+    extra = "forbid" if schema.get("additionalProperties") is False else "allow"
+    lines = [f"class {name}(BaseModel):"]
+    if schema.get("description"):
+        lines.append(f"    {_docstring(schema['description'])}")
+        lines.append("")
+    lines.append(f'    model_config = ConfigDict(extra="{extra}")')
+    lines.append("")
+    required = set(schema.get("required", []))
+    for prop, prop_schema in schema.get("properties", {}).items():
+        lines.append("    " + _render_field(name, prop, prop_schema, prop in required, namer))
+    if "minProperties" in schema:
+        lines.extend(_min_properties_validator(schema["minProperties"]))
+    return "\n".join(lines)
+
+
+def _render_field(owner: str, prop: str, schema: dict[str, Any], required: bool, namer: TypeNamer) -> str:
+    expression = namer.expression(schema, owner + pascal_case(prop))
+    field_args: dict[str, Any] = {}
+    if not required:
+        if "None" not in expression.split(" | "):
+            expression += " | None"
+        field_args["default"] = schema.get("default")
+    field_args.update(_field_args(schema))
+    if not prop.isidentifier():
+        raise ValueError(f"{owner}.{prop}: property names must be Python identifiers")
+    return f"{prop}: {expression} = Field({keyword_args(field_args)})" if field_args else f"{prop}: {expression}"
+
+
+def _field_args(schema: dict[str, Any]) -> dict[str, Any]:
+    args = constraints(schema)
+    if schema.get("description"):
+        args["description"] = " ".join(schema["description"].split())
+    return args
+
+
+def _min_properties_validator(minimum: int) -> list[str]:
+    return [
+        "",
+        '    @model_validator(mode="before")',
+        "    @classmethod",
+        "    def _min_properties(cls, data: Any) -> Any:",
+        f"        if isinstance(data, dict) and len(data) < {minimum}:",
+        f'            raise ValueError("send at least {minimum} field(s)")',
+        "        return data",
+    ]
+
+
+def _docstring(text: str) -> str:
+    return '"""' + " ".join(text.split()).replace('"""', "'''") + '"""'

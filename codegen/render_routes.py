@@ -1,0 +1,89 @@
+"""Render ``routes.py``: a FastAPI router whose routes validate input and call the interface.
+
+Each route authenticates first (a dependency, so a bad token is 401 before a bad body is
+422), lets FastAPI validate path, query, header and body against bounds copied from the
+spec, calls the interface method, and renders its ``Reply`` with the statuses the spec
+declares. Routes are excluded from FastAPI's own schema: ``/openapi.json`` serves the
+handwritten spec.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codegen.imports import ImportGroups, import_block
+from codegen.naming import pascal_case
+from codegen.operations import Operation, Parameter
+from codegen.pytypes import keyword_args
+
+def _imports(interface: str) -> ImportGroups:
+    return (
+        {"typing": ("Annotated", "Literal")},
+        {
+            "fastapi": ("APIRouter", "Depends", "Header", "Path", "Query", "Request"),
+            "fastapi.responses": ("Response",),
+        },
+        {
+            "memory_bank.generated": ("models",),
+            "memory_bank.generated.interface": (interface,),
+            "memory_bank.runtime": ("Authorize", "Principal", "read_text_body", "render_reply"),
+        },
+    )
+
+PARAM_CLASS = {"path": "Path", "query": "Query", "header": "Header"}
+
+
+def render_routes(operations: list[Operation], spec: dict[str, Any]) -> str:
+    interface = pascal_case(spec["info"]["title"]) + "Api"
+    routes = "\n\n".join(_render_route(op) for op in sorted(operations, key=_match_order))
+    body = (
+        f"def build_router(api: {interface}, authorize: Authorize) -> APIRouter:\n"
+        + '    """The API\'s routes bound to one implementation and one authorization policy."""\n'
+        + "    router = APIRouter()\n\n"
+        + routes
+        + "\n\n    return router\n"
+    )
+    return import_block(body, _imports(interface)) + "\n\n" + body
+
+
+def _match_order(op: Operation) -> list[tuple[int, str]]:
+    """Literal segments before templated ones, so ``/memory/export`` wins over ``/memory/{id}``."""
+    return [(seg.startswith("{"), seg) for seg in op.path.strip("/").split("/")] + [(False, op.method)]
+
+
+def _render_route(op: Operation) -> str:
+    args = [f'principal: Annotated[Principal, Depends(authorize("{op.permission}"))]']
+    call = ["principal"]
+    needs_request = op.body is not None and not op.body.is_json
+    if needs_request:
+        args.append("request: Request")
+    args += [_render_param(p) for p in op.parameters]
+    call += [f"{p.python_name}={p.python_name}" for p in op.parameters]
+    if op.body and op.body.is_json:
+        args.append(f"body: {op.body.type_expr}")
+    if op.body:
+        call.append("body=body")
+    lines = [
+        f'    @router.{op.method.lower()}("{op.path}", operation_id="{op.operation_id}", include_in_schema=False)',
+        f"    async def {op.python_name}(",
+        *[f"        {a}," for a in ["*", *args]],
+        "    ) -> Response:",
+    ]
+    if needs_request:
+        lines.append("        body = await read_text_body(request)")
+    lines += [
+        f"        reply = await api.{op.python_name}({', '.join(call)})",
+        f"        return render_reply(reply, statuses={op.success_statuses!r}, media_type={op.success_media_type!r})",
+    ]
+    return "\n".join(lines)
+
+
+def _render_param(p: Parameter) -> str:
+    options: dict[str, Any] = {}
+    if p.python_name != p.name:
+        options["alias"] = p.name
+    options.update(p.bounds)
+    if p.description:
+        options["description"] = p.description
+    annotation = f"Annotated[{p.type_expr}, {PARAM_CLASS[p.location]}({keyword_args(options)})]"
+    return f"{p.python_name}: {annotation}" + ("" if p.required else f" = {p.default!r}")
