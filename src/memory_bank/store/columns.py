@@ -1,0 +1,57 @@
+"""Column types that behave the same on SQLite and MySQL/MariaDB.
+
+Declared once here so that tables never carry dialect conditionals: the MySQL
+variants matter the day the same tables are created there (DESIGN §5).
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+
+ID_LENGTH = 21
+_ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+
+#: Ids are case-sensitive random strings: MySQL's default case-insensitive collation
+#: would let two distinct ids collide, hence the binary ASCII collation there.
+IdType = sa.CHAR(ID_LENGTH).with_variant(
+    mysql.CHAR(ID_LENGTH, charset="ascii", collation="ascii_bin"), "mysql", "mariadb"
+)
+
+#: SQLite only makes ``INTEGER PRIMARY KEY`` an alias of the rowid (stable across
+#: VACUUM, which the FTS5 external-content index relies on); MySQL wants BIGINT.
+SurrogateKey = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+
+def new_id() -> str:
+    """A 21-character URL-safe random id (126 bits), as the spec's ``MemoryId`` pattern wants."""
+    return "".join(secrets.choice(_ID_ALPHABET) for _ in range(ID_LENGTH))
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(sa.TypeDecorator[datetime]):
+    """Stores naive UTC with microseconds, hands back aware UTC datetimes.
+
+    SQLite drops time zones and MySQL's DATETIME drops fractions unless asked for
+    them; normalising at the column keeps ordering by time exact on both.
+    """
+
+    impl = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:  # e.g. an imported record without a zone: read as UTC
+            return value
+        return value.astimezone(UTC).replace(tzinfo=None)
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        return None if value is None else value.replace(tzinfo=UTC)

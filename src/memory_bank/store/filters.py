@@ -1,0 +1,63 @@
+"""SQL predicates for who may see a memory and which memories a query asks for.
+
+Owner scoping lives in the SQL of every query, never in Python after the fact, so a
+forgotten check cannot leak a row: ``visible_to`` is the only definition of access.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy import ColumnElement
+from sqlalchemy.orm import aliased
+
+from memory_bank.security.principal import Principal
+from memory_bank.store.search import SearchBackend
+from memory_bank.store.tables import MemoryRow
+
+
+def visible_to(principal: Principal) -> ColumnElement[bool]:
+    """Same organisation, and either shared with it or saved by this user."""
+    return sa.and_(
+        MemoryRow.org_id == principal.org_id,
+        sa.or_(MemoryRow.scope == "org", MemoryRow.user_id == principal.user_id),
+    )
+
+
+def owned_by(principal: Principal) -> ColumnElement[bool]:
+    """Saved by this user in this organisation: what export hands out and import writes."""
+    return sa.and_(MemoryRow.org_id == principal.org_id, MemoryRow.user_id == principal.user_id)
+
+
+def current() -> ColumnElement[bool]:
+    """The live head of a chain. A tombstone is always its chain's head, so this suffices."""
+    return sa.and_(MemoryRow.superseded_at.is_(None), MemoryRow.deleted_at.is_(None))
+
+
+def not_deleted() -> ColumnElement[bool]:
+    """Any version of a chain that has no deletion tombstone."""
+    tombstone = aliased(MemoryRow)
+    return ~sa.exists().where(tombstone.chain_id == MemoryRow.chain_id, tombstone.deleted_at.is_not(None))
+
+
+@dataclass(frozen=True)
+class MemoryFilter:
+    """The narrowing shared by list and search (spec parameters of the same names)."""
+
+    tags: tuple[str, ...] = ()
+    category: str | None = None
+    project_id: str | None = None
+    keypath_prefix: str | None = None
+    include_superseded: bool = False
+
+    def clauses(self, principal: Principal, search: SearchBackend) -> list[ColumnElement[bool]]:
+        where = [visible_to(principal), not_deleted() if self.include_superseded else current()]
+        where += [search.has_tag(tag) for tag in dict.fromkeys(self.tags)]
+        if self.category is not None:
+            where.append(MemoryRow.category == self.category)
+        if self.project_id is not None:
+            where.append(MemoryRow.project_id == self.project_id)
+        if self.keypath_prefix is not None:
+            where.append(MemoryRow.keypath.startswith(self.keypath_prefix, autoescape=True))
+        return where

@@ -1,0 +1,287 @@
+"""``MemoryStore``: every read and write of memories, owner-scoped in the SQL itself.
+
+Synchronous on purpose (SQLAlchemy sessions); handlers call it from a worker thread.
+Writes never overwrite: a change inserts a new version row and stamps the old one
+``superseded_at``; a delete stamps the head ``deleted_at`` (a tombstone). The stamp
+is a guarded UPDATE (``... WHERE superseded_at IS NULL``) so that two racing
+writers cannot both extend a chain: the loser gets 409.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import ColumnElement
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
+
+from memory_bank.errors import ApiError, ErrorCode, not_found
+from memory_bank.security.principal import Principal
+from memory_bank.store import importer
+from memory_bank.store.columns import new_id, utcnow
+from memory_bank.store.database import search_backend, transaction
+from memory_bank.store.filters import MemoryFilter, current, not_deleted, owned_by, visible_to
+from memory_bank.store.idempotency import CONTENT_KEY_PREFIX, content_hash, content_key, header_key
+from memory_bank.store.keyset import beyond, decode_cursor, encode_cursor, key_of, order
+from memory_bank.store.search import query_terms
+from memory_bank.store.tables import FeedbackRow, MemoryRow
+
+#: The fields a writer chooses; a new version starts from its predecessor's values.
+VERSIONED_FIELDS = (
+    "scope", "project_id", "keypath", "content", "source", "category", "confidence", "tags", "contexts",
+)  # fmt: skip
+
+
+def _conflict(detail: str) -> ApiError:
+    return ApiError(ErrorCode.conflict, detail)
+
+
+class MemoryStore:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._search = search_backend(engine)
+
+    # -- create ---------------------------------------------------------------
+
+    def create(
+        self, principal: Principal, fields: Mapping[str, Any], idempotency_key: str | None = None
+    ) -> tuple[MemoryRow, bool]:
+        """Save a memory once; returns (record, created). A replay returns the first record.
+
+        ``fields`` are MemoryCreate's, unset ones left out (column defaults apply).
+        A duplicate racing us past the lookup trips the unique constraint; we then
+        answer with the row that won.
+        """
+        values = {k: v for k, v in fields.items() if k != "agent_id"}
+        agent = principal.agent_id or fields.get("agent_id")
+        key = (
+            header_key(principal.user_id, idempotency_key)
+            if idempotency_key is not None
+            else content_key(principal.org_id, principal.user_id, agent, values["content"])
+        )
+        digest = content_hash(values["content"])
+        try:
+            with transaction(self._engine, write=True) as session:
+                first = self._by_key(session, principal, key)
+                if first is None:
+                    return self._insert(session, principal, agent, values, idempotency_key=key), True
+        except IntegrityError:
+            with transaction(self._engine) as session:
+                first = self._by_key(session, principal, key)
+            if first is None:
+                raise
+        if first.content_hash != digest:
+            raise _conflict("this Idempotency-Key was already used for different content")
+        return first, False
+
+    def _by_key(self, session: Session, principal: Principal, key: str) -> MemoryRow | None:
+        statement = sa.select(MemoryRow).where(owned_by(principal), MemoryRow.idempotency_key == key)
+        return session.scalars(statement).first()
+
+    def _insert(
+        self,
+        session: Session,
+        principal: Principal,
+        agent: str | None,
+        values: Mapping[str, Any],
+        *,
+        predecessor: MemoryRow | None = None,
+        idempotency_key: str | None = None,
+        now: datetime | None = None,
+    ) -> MemoryRow:
+        """Insert version 1 of a new chain, or the successor of ``predecessor``."""
+        now = now or utcnow()
+        memory_id = new_id()
+        row = MemoryRow(
+            **values,
+            id=memory_id,
+            org_id=principal.org_id if predecessor is None else predecessor.org_id,
+            user_id=principal.user_id if predecessor is None else predecessor.user_id,
+            agent_id=agent,
+            content_hash=content_hash(values["content"]),
+            idempotency_key=idempotency_key,
+            version=1 if predecessor is None else predecessor.version + 1,
+            supersedes_id=None if predecessor is None else predecessor.id,
+            chain_id=memory_id if predecessor is None else predecessor.chain_id,
+            created_at=now,
+            updated_at=now,
+        )
+        session.add(row)
+        session.flush()
+        return row
+
+    # -- read -----------------------------------------------------------------
+
+    def get(self, principal: Principal, memory_id: str) -> MemoryRow:
+        """Any version of a chain that is not deleted; otherwise, or not visible, 404."""
+        with transaction(self._engine) as session:
+            return self._readable(session, principal, memory_id)
+
+    def _readable(self, session: Session, principal: Principal, memory_id: str) -> MemoryRow:
+        return self._one(session, MemoryRow.id == memory_id, visible_to(principal), not_deleted())
+
+    def _one(self, session: Session, *where: ColumnElement[bool]) -> MemoryRow:
+        row = session.scalars(sa.select(MemoryRow).where(*where)).first()
+        if row is None:
+            raise not_found("memory")
+        return row
+
+    def history(self, principal: Principal, memory_id: str) -> list[MemoryRow]:
+        """The visible versions of the chain ``memory_id`` belongs to, oldest first, tombstone included."""
+        with transaction(self._engine) as session:
+            row = self._one(session, MemoryRow.id == memory_id, visible_to(principal))
+            statement = (
+                sa.select(MemoryRow)
+                .where(MemoryRow.chain_id == row.chain_id, visible_to(principal))
+                .order_by(MemoryRow.version, MemoryRow.created_at)
+            )
+            return list(session.scalars(statement))
+
+    def list(
+        self, principal: Principal, where: MemoryFilter, limit: int, cursor: str | None = None
+    ) -> tuple[list[MemoryRow], str | None]:
+        """One page newest first and the cursor of the next page (None on the last)."""
+        clauses = where.clauses(principal, self._search)
+        if cursor is not None:
+            clauses.append(beyond(decode_cursor(cursor), descending=True))
+        statement = sa.select(MemoryRow).where(*clauses).order_by(*order(descending=True)).limit(limit + 1)
+        with transaction(self._engine) as session:
+            rows = list(session.scalars(statement))
+        more = len(rows) > limit
+        return rows[:limit], encode_cursor(key_of(rows[limit - 1])) if more else None
+
+    def search(
+        self, principal: Principal, where: MemoryFilter, q: str | None, limit: int, min_score: float = 0.0
+    ) -> list[tuple[MemoryRow, float]]:
+        """Ranked full-text hits with scores in [0, 1] (rule in ``store.search``).
+
+        Without ``q`` every matching memory scores 1 and they come ordered by
+        keypath (memories without one last), then oldest first. A ``q`` with no
+        searchable word finds nothing.
+        """
+        clauses = where.clauses(principal, self._search)
+        with transaction(self._engine) as session:
+            if q is None:
+                statement = (
+                    sa.select(MemoryRow)
+                    .where(*clauses)
+                    .order_by(MemoryRow.keypath.is_(None), MemoryRow.keypath, *order(descending=False))
+                    .limit(limit)
+                )
+                return [(row, 1.0) for row in session.scalars(statement)]
+            terms = query_terms(q)
+            return self._search.ranked(session, clauses, terms, limit, min_score) if terms else []
+
+    # -- versions -------------------------------------------------------------
+
+    def patch(
+        self, principal: Principal, memory_id: str, changes: Mapping[str, Any], expected_version: int | None = None
+    ) -> MemoryRow:
+        """Write the next version with ``changes`` applied; only the head can be patched."""
+        with transaction(self._engine, write=True) as session:
+            head = self._readable(session, principal, memory_id)
+            if head.superseded_at is not None:
+                raise _conflict("this version was superseded; patch the current version instead")
+            if expected_version is not None and expected_version != head.version:
+                raise _conflict(f"expected version {expected_version}, but the current version is {head.version}")
+            values = {name: getattr(head, name) for name in VERSIONED_FIELDS} | dict(changes)
+            return self._supersede(session, principal, head, values)
+
+    def _supersede(
+        self, session: Session, principal: Principal, head: MemoryRow, values: Mapping[str, Any]
+    ) -> MemoryRow:
+        now = utcnow()
+        self._stamp(session, head, "superseded_at", now)
+        return self._insert(session, principal, principal.agent_id, values, predecessor=head, now=now)
+
+    def _stamp(self, session: Session, head: MemoryRow, column: str, moment: datetime) -> None:
+        """Set ``column`` (superseded_at or deleted_at) on the chain head, unless a racing writer did first."""
+        result = session.execute(
+            sa.update(MemoryRow)
+            .where(MemoryRow.pk == head.pk, current())
+            .values({column: moment, "updated_at": moment})
+            .execution_options(synchronize_session=False)
+        )
+        if result.rowcount != 1:
+            raise _conflict("the memory was changed concurrently; read it again")
+
+    def delete(self, principal: Principal, memory_id: str) -> None:
+        """Tombstone the head; frees its content-derived key so the words can be saved again."""
+        with transaction(self._engine, write=True) as session:
+            head = self._readable(session, principal, memory_id)
+            if head.superseded_at is not None:
+                raise _conflict("this version was superseded; delete the current version instead")
+            self._stamp(session, head, "deleted_at", utcnow())
+            session.execute(
+                sa.update(MemoryRow)
+                .where(MemoryRow.chain_id == head.chain_id, MemoryRow.idempotency_key.startswith(CONTENT_KEY_PREFIX))
+                .values(idempotency_key=None)
+                .execution_options(synchronize_session=False)
+            )
+
+    # -- keypaths -------------------------------------------------------------
+
+    def put_keypath(self, principal: Principal, keypath: str, fields: Mapping[str, Any]) -> tuple[MemoryRow, bool]:
+        """Set the caller's value at ``keypath``; returns (record, created).
+
+        A put is a whole value: fields left out take their defaults, not the old
+        value's. Putting the value already there writes nothing and returns it.
+        """
+        values = {k: v for k, v in fields.items() if k != "agent_id"} | {"keypath": keypath}
+        agent = principal.agent_id or fields.get("agent_id")
+        with transaction(self._engine, write=True) as session:
+            head = session.scalars(
+                sa.select(MemoryRow)
+                .where(owned_by(principal), MemoryRow.keypath == keypath, current())
+                .order_by(*order(descending=True))
+            ).first()
+            if head is None:
+                return self._insert(session, principal, agent, values), True
+            candidate = MemoryRow(**values)
+            if all(getattr(candidate, f) == getattr(head, f) for f in VERSIONED_FIELDS) and agent == head.agent_id:
+                return head, False
+            return self._supersede(session, principal, head, values), False
+
+    def get_keypath(self, principal: Principal, keypath: str) -> MemoryRow:
+        """The current value at ``keypath``: the caller's own first, else the newest shared one."""
+        with transaction(self._engine) as session:
+            statement = (
+                sa.select(MemoryRow)
+                .where(visible_to(principal), MemoryRow.keypath == keypath, current())
+                .order_by(sa.case((MemoryRow.user_id == principal.user_id, 0), else_=1), *order(descending=True))
+            )
+            row = session.scalars(statement).first()
+        if row is None:
+            raise not_found("keypath")
+        return row
+
+    # -- feedback -------------------------------------------------------------
+
+    def add_feedback(self, principal: Principal, memory_id: str, fields: Mapping[str, Any]) -> FeedbackRow:
+        with transaction(self._engine, write=True) as session:
+            memory = self._readable(session, principal, memory_id)
+            row = FeedbackRow(**fields, memory_id=memory.id, org_id=principal.org_id, user_id=principal.user_id)
+            session.add(row)
+            session.flush()
+            return row
+
+    # -- transfer -------------------------------------------------------------
+
+    def export_page(self, principal: Principal, after: MemoryRow | None, size: int) -> list[MemoryRow]:
+        """The ``size`` rows the caller owns that follow ``after``, oldest first, superseded and deleted included."""
+        clauses = [owned_by(principal)]
+        if after is not None:
+            clauses.append(beyond(key_of(after), descending=False))
+        statement = sa.select(MemoryRow).where(*clauses).order_by(*order(descending=False)).limit(size)
+        with transaction(self._engine) as session:
+            return list(session.scalars(statement))
+
+    def import_records(self, principal: Principal, records: Sequence[importer.Record]) -> tuple[int, int]:
+        """Write exported records into the caller's account in one transaction: (imported, skipped)."""
+        with transaction(self._engine, write=True) as session:
+            return importer.write(session, principal, records)
+

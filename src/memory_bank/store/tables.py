@@ -1,0 +1,86 @@
+"""The persisted shape of memories, tokens and feedback (DESIGN §5).
+
+Every memory version is its own row and rows are never rewritten except to stamp
+``superseded_at``/``deleted_at`` (and release an idempotency key), so history and
+export are plain reads. ``pk`` is a surrogate integer: it anchors the SQLite FTS5
+external-content index and keeps InnoDB inserts sequential, while ``id`` is the
+public random id.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+from memory_bank.store.columns import IdType, SurrogateKey, UTCDateTime, new_id, utcnow
+
+
+class MemoryRow(SQLModel, table=True):
+    __tablename__ = "memory"
+    __table_args__ = (
+        sa.UniqueConstraint("org_id", "idempotency_key", name="uq_memory_org_idempotency"),
+        sa.Index("ix_memory_owner_created", "org_id", "user_id", "created_at"),
+        sa.Index("ix_memory_org_scope_created", "org_id", "scope", "created_at"),
+        sa.Index("ix_memory_org_keypath", "org_id", "keypath"),
+    )
+
+    pk: int | None = Field(default=None, primary_key=True, sa_type=SurrogateKey)
+    id: str = Field(default_factory=new_id, sa_type=IdType, unique=True)
+    org_id: str = Field(max_length=128)
+    user_id: str = Field(max_length=128)
+    agent_id: str | None = Field(default=None, max_length=128)
+    scope: str = Field(default="user", max_length=8)
+    project_id: str | None = Field(default=None, max_length=128)
+    keypath: str | None = Field(default=None, max_length=255)
+    content: str = Field(sa_type=sa.Text)
+    source: str | None = Field(default=None, max_length=256)
+    category: str = Field(default="fact", max_length=32)
+    confidence: float = Field(default=0.6, sa_type=sa.Double)
+    tags: list[str] = Field(default_factory=list, sa_type=sa.JSON)
+    contexts: list[dict[str, Any]] = Field(default_factory=list, sa_type=sa.JSON)
+    #: sha256 hex of the NFC-normalised, stripped content: tells a replayed
+    #: Idempotency-Key apart from a reused one.
+    content_hash: str = Field(max_length=64)
+    idempotency_key: str | None = Field(default=None, max_length=255)
+    version: int = 1
+    supersedes_id: str | None = Field(default=None, sa_type=IdType, foreign_key="memory.id")
+    #: The first version's id, shared by the whole chain: history is one indexed query.
+    chain_id: str = Field(sa_type=IdType, index=True)
+    superseded_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    deleted_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    updated_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+
+class TokenRow(SQLModel, table=True):
+    """A bearer token, known only by its sha256: a database leak yields no usable token."""
+
+    __tablename__ = "token"
+
+    pk: int | None = Field(default=None, primary_key=True, sa_type=SurrogateKey)
+    id: str = Field(default_factory=new_id, sa_type=IdType, unique=True)
+    token_hash: str = Field(max_length=64, unique=True)
+    org_id: str = Field(max_length=128)
+    user_id: str = Field(max_length=128)
+    agent_id: str | None = Field(default=None, max_length=128)
+    permissions: list[str] = Field(default_factory=list, sa_type=sa.JSON)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    revoked_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+
+
+class FeedbackRow(SQLModel, table=True):
+    __tablename__ = "feedback"
+
+    pk: int | None = Field(default=None, primary_key=True, sa_type=SurrogateKey)
+    id: str = Field(default_factory=new_id, sa_type=IdType, unique=True)
+    memory_id: str = Field(sa_type=IdType, foreign_key="memory.id", index=True)
+    org_id: str = Field(max_length=128)
+    user_id: str = Field(max_length=128)
+    feedback: str = Field(max_length=16)
+    session_id: str | None = Field(default=None, max_length=128)
+    trace_id: str | None = Field(default=None, max_length=128)
+    notes: str | None = Field(default=None, sa_type=sa.Text)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)

@@ -1,0 +1,85 @@
+"""Fixtures for store and API tests: a real SQLite file per test, the real app, real tokens."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from sqlalchemy.engine import Engine
+
+from memory_bank.app import create_app
+from memory_bank.security.principal import Principal
+from memory_bank.security.tokens import TokenStore
+from memory_bank.settings import Settings
+from memory_bank.store import MemoryStore, open_database
+
+READ_WRITE = ("memory:read", "memory:write")
+
+MakeToken = Callable[..., str]
+MakeClient = Callable[..., TestClient]
+
+
+@pytest.fixture
+def settings(tmp_path) -> Settings:
+    return Settings(database_url=f"sqlite:///{tmp_path / 'memory-bank.db'}")
+
+
+@pytest.fixture
+def engine(settings: Settings) -> Iterator[Engine]:
+    engine = open_database(settings)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def store(engine: Engine) -> MemoryStore:
+    return MemoryStore(engine)
+
+
+@pytest.fixture
+def make_principal() -> Callable[..., Principal]:
+    """``make_principal(org="acme", user="ann", agent=None)``: a caller for store-level tests."""
+
+    def make(org: str = "acme", user: str = "ann", agent: str | None = None) -> Principal:
+        return Principal(token_id="t", org_id=org, user_id=user, agent_id=agent, permissions=frozenset(READ_WRITE))
+
+    return make
+
+
+@pytest.fixture
+def app(settings: Settings) -> Iterator[FastAPI]:
+    app = create_app(settings)
+    yield app
+    app.state.engine.dispose()
+
+
+@pytest.fixture
+def client(app: FastAPI) -> Iterator[TestClient]:
+    """An unauthenticated client; send your own Authorization header."""
+    with TestClient(app) as client:
+        yield client
+
+
+@pytest.fixture
+def make_token(settings: Settings) -> Iterator[MakeToken]:
+    """``make_token(org, user, perms=READ_WRITE, agent=None)`` -> bearer token plaintext."""
+    engine = open_database(settings)
+    tokens = TokenStore(engine)
+
+    def make(org: str, user: str, perms: Iterable[str] = READ_WRITE, agent: str | None = None) -> str:
+        return tokens.create(org, user, agent, perms)[0]
+
+    yield make
+    engine.dispose()
+
+
+@pytest.fixture
+def make_client(app: FastAPI, client: TestClient, make_token: MakeToken) -> MakeClient:
+    """``make_client(org, user, perms=READ_WRITE, agent=None)`` -> a client acting as that user."""
+
+    def make(org: str, user: str, perms: Iterable[str] = READ_WRITE, agent: str | None = None) -> TestClient:
+        return TestClient(app, headers={"Authorization": f"Bearer {make_token(org, user, perms, agent)}"})
+
+    return make

@@ -1,0 +1,196 @@
+"""MemoryStore against a real SQLite file: idempotency, versions, deletes, keypaths, paging."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.store import MemoryFilter, MemoryStore
+
+EVERYTHING = MemoryFilter()
+
+
+@pytest.fixture
+def ann(make_principal):
+    return make_principal("acme", "ann")
+
+
+def code_of(excinfo: pytest.ExceptionInfo[ApiError]) -> ErrorCode:
+    return excinfo.value.code
+
+
+def test_create_applies_defaults_and_starts_a_chain(store: MemoryStore, ann) -> None:
+    row, created = store.create(ann, {"content": "The user prefers vim"})
+    assert created
+    assert (row.scope, row.category, row.confidence, row.tags, row.contexts) == ("user", "fact", 0.6, [], [])
+    assert (row.version, row.chain_id, row.supersedes_id) == (1, row.id, None)
+    assert len(row.id) == 21 and row.created_at.tzinfo is not None
+
+
+def test_same_content_is_one_record(store: MemoryStore, ann) -> None:
+    first, _ = store.create(ann, {"content": "Deploys go through Daytona"})
+    again, created = store.create(ann, {"content": "  Deploys go through Daytona\n", "tags": ["x"]})
+    assert not created and again.id == first.id
+
+
+def test_agent_is_part_of_the_content_key(store: MemoryStore, make_principal) -> None:
+    a, _ = store.create(make_principal(agent="a1"), {"content": "same words"})
+    b, created = store.create(make_principal(agent="a2"), {"content": "same words"})
+    assert created and a.id != b.id
+    c, created = store.create(make_principal(), {"content": "same words", "agent_id": "a1"})
+    assert not created and c.id == a.id
+
+
+def test_users_of_one_org_never_share_a_key(store: MemoryStore, make_principal) -> None:
+    private, _ = store.create(make_principal(user="ann"), {"content": "my salary is 10"})
+    other, created = store.create(make_principal(user="bob"), {"content": "my salary is 10"})
+    assert created and other.id != private.id
+    other_header, created = store.create(make_principal(user="bob"), {"content": "x"}, "k-1")
+    mine, created_mine = store.create(make_principal(user="ann"), {"content": "y"}, "k-1")
+    assert created and created_mine and mine.id != other_header.id
+
+
+def test_header_key_replays_and_conflicts(store: MemoryStore, ann) -> None:
+    first, _ = store.create(ann, {"content": "one"}, "req-1")
+    again, created = store.create(ann, {"content": "one"}, "req-1")
+    assert not created and again.id == first.id
+    with pytest.raises(ApiError) as excinfo:
+        store.create(ann, {"content": "two"}, "req-1")
+    assert code_of(excinfo) is ErrorCode.conflict
+
+
+def test_racing_duplicates_make_one_record(store: MemoryStore, ann) -> None:
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda _: store.create(ann, {"content": "raced"}), range(16)))
+    assert len({row.id for row, _ in results}) == 1
+    assert sum(created for _, created in results) == 1
+
+
+def test_patch_writes_a_new_version(store: MemoryStore, ann) -> None:
+    v1, _ = store.create(ann, {"content": "editor: vim", "tags": ["editor"]})
+    v2 = store.patch(ann, v1.id, {"content": "editor: helix"})
+    assert (v2.version, v2.supersedes_id, v2.chain_id, v2.tags) == (2, v1.id, v1.id, ["editor"])
+    assert store.get(ann, v1.id).superseded_at is not None
+    assert [r.id for r in store.history(ann, v2.id)] == [v1.id, v2.id]
+    assert [r.id for r in store.history(ann, v1.id)] == [v1.id, v2.id]
+
+
+@pytest.mark.parametrize("expected_version", [None, 2])
+def test_patch_refuses_stale_versions(store: MemoryStore, ann, expected_version) -> None:
+    v1, _ = store.create(ann, {"content": "a"})
+    store.patch(ann, v1.id, {"content": "b"})
+    target = v1.id if expected_version is None else store.history(ann, v1.id)[-1].id
+    version = 1 if expected_version is not None else None
+    with pytest.raises(ApiError) as excinfo:
+        store.patch(ann, target, {"content": "c"}, version)
+    assert code_of(excinfo) is ErrorCode.conflict
+
+
+def test_racing_patches_extend_the_chain_once(store: MemoryStore, ann) -> None:
+    v1, _ = store.create(ann, {"content": "counter"})
+
+    def patch(n: int) -> str:
+        try:
+            return store.patch(ann, v1.id, {"content": f"counter {n}"}).id
+        except ApiError as error:
+            return error.code
+
+    with ThreadPoolExecutor(8) as pool:
+        outcomes = list(pool.map(patch, range(8)))
+    assert outcomes.count(ErrorCode.conflict) == 7
+    assert [r.version for r in store.history(ann, v1.id)] == [1, 2]
+
+
+def test_delete_is_a_tombstone_and_frees_the_content(store: MemoryStore, ann) -> None:
+    v1, _ = store.create(ann, {"content": "forget me"})
+    v2 = store.patch(ann, v1.id, {"tags": ["t"]})
+    store.delete(ann, v2.id)
+    for memory_id in (v1.id, v2.id):
+        with pytest.raises(ApiError) as excinfo:
+            store.get(ann, memory_id)
+        assert code_of(excinfo) is ErrorCode.not_found
+    with pytest.raises(ApiError) as excinfo:
+        store.delete(ann, v2.id)
+    assert code_of(excinfo) is ErrorCode.not_found
+    history = store.history(ann, v1.id)
+    assert [r.deleted_at is not None for r in history] == [False, True]
+    assert store.list(ann, MemoryFilter(include_superseded=True), 10)[0] == []
+    again, created = store.create(ann, {"content": "forget me"})
+    assert created and again.chain_id != v1.chain_id
+
+
+def test_deleting_a_superseded_version_is_a_conflict(store: MemoryStore, ann) -> None:
+    v1, _ = store.create(ann, {"content": "old"})
+    store.patch(ann, v1.id, {"content": "new"})
+    with pytest.raises(ApiError) as excinfo:
+        store.delete(ann, v1.id)
+    assert code_of(excinfo) is ErrorCode.conflict
+
+
+def test_keypath_put_supersedes_and_unchanged_put_writes_nothing(store: MemoryStore, ann) -> None:
+    first, created = store.put_keypath(ann, "user.editor", {"content": "vim"})
+    assert created and first.keypath == "user.editor"
+    same, created = store.put_keypath(ann, "user.editor", {"content": "vim"})
+    assert not created and same.id == first.id
+    second, created = store.put_keypath(ann, "user.editor", {"content": "helix"})
+    assert not created and (second.version, second.supersedes_id) == (2, first.id)
+    assert store.get_keypath(ann, "user.editor").id == second.id
+    with pytest.raises(ApiError) as excinfo:
+        store.get_keypath(ann, "user.shell")
+    assert code_of(excinfo) is ErrorCode.not_found
+
+
+def test_keypath_prefers_own_value_over_a_shared_one(store: MemoryStore, make_principal) -> None:
+    ann, bob = make_principal(user="ann"), make_principal(user="bob")
+    shared, _ = store.put_keypath(bob, "team.editor", {"content": "emacs", "scope": "org"})
+    assert store.get_keypath(ann, "team.editor").id == shared.id
+    own, created = store.put_keypath(ann, "team.editor", {"content": "vim"})
+    assert created
+    assert store.get_keypath(ann, "team.editor").id == own.id
+    assert store.get_keypath(bob, "team.editor").id == shared.id
+
+
+def test_list_pages_newest_first(store: MemoryStore, ann) -> None:
+    ids = [store.create(ann, {"content": f"memory {n}"})[0].id for n in range(5)]
+    seen, cursor = [], None
+    while True:
+        rows, cursor = store.list(ann, EVERYTHING, 2, cursor)
+        seen += [r.id for r in rows]
+        if cursor is None:
+            break
+    assert seen == ids[::-1]
+
+
+def test_a_forged_cursor_is_invalid_params(store: MemoryStore, ann) -> None:
+    with pytest.raises(ApiError) as excinfo:
+        store.list(ann, EVERYTHING, 2, "not-a-cursor")
+    assert code_of(excinfo) is ErrorCode.invalid_params
+    assert excinfo.value.errors[0].field == "/query/cursor"
+
+
+def test_filters_narrow_lists(store: MemoryStore, ann) -> None:
+    store.create(ann, {"content": "a", "tags": ["x", "y"], "category": "preference", "project_id": "p1"})
+    store.create(ann, {"content": "b", "tags": ["x"], "keypath": "user.pref_editor"})
+    store.create(ann, {"content": "c", "keypath": "userXpref.editor"})
+
+    def contents(where: MemoryFilter) -> list[str]:
+        return sorted(r.content for r in store.list(ann, where, 10)[0])
+
+    assert contents(MemoryFilter(tags=("x",))) == ["a", "b"]
+    assert contents(MemoryFilter(tags=("x", "y"))) == ["a"]
+    assert contents(MemoryFilter(category="preference")) == ["a"]
+    assert contents(MemoryFilter(project_id="p1")) == ["a"]
+    # "_" and "." are literal in a prefix, not LIKE wildcards.
+    assert contents(MemoryFilter(keypath_prefix="user.pref_")) == ["b"]
+
+
+def test_feedback_needs_a_visible_memory(store: MemoryStore, make_principal) -> None:
+    ann, eve = make_principal(user="ann"), make_principal(org="evil", user="eve")
+    row, _ = store.create(ann, {"content": "x"})
+    feedback = store.add_feedback(ann, row.id, {"feedback": "helpful", "notes": "used it"})
+    assert (feedback.memory_id, feedback.user_id) == (row.id, "ann")
+    with pytest.raises(ApiError) as excinfo:
+        store.add_feedback(eve, row.id, {"feedback": "incorrect"})
+    assert code_of(excinfo) is ErrorCode.not_found
