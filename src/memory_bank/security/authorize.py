@@ -1,0 +1,53 @@
+"""The ``Authorize`` dependency the generated routes call before anything else.
+
+``make_authorize(tokens)("memory:write")`` is a FastAPI dependency: it resolves the
+bearer token to a ``Principal``, checks the permission the operation's
+``x-capability`` names, leaves the principal on ``request.state.principal`` (for
+logging and audit) and returns it. Per-org rate limiting and the audit event belong
+in ``_admit`` once the principal is known: that is the one place every REST and MCP
+call passes through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from fastapi import Request
+from starlette.concurrency import run_in_threadpool
+
+from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.runtime import Authorize
+from memory_bank.security.principal import Principal
+from memory_bank.security.tokens import TokenStore
+
+_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="memory-bank"'}
+
+
+def bearer_token(request: Request) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header; the scheme is case-insensitive."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
+def make_authorize(tokens: TokenStore) -> Authorize:
+    async def authenticate(request: Request) -> Principal:
+        token = bearer_token(request)
+        if token is None:
+            raise ApiError(ErrorCode.unauthorized, "send Authorization: Bearer <token>", headers=_CHALLENGE)
+        principal = await run_in_threadpool(tokens.verify, token)
+        if principal is None:
+            raise ApiError(ErrorCode.unauthorized, "the bearer token is not valid", headers=_CHALLENGE)
+        return principal
+
+    def authorize(permission: str) -> Callable[[Request], Awaitable[Principal]]:
+        async def _admit(request: Request) -> Principal:
+            principal = await authenticate(request)
+            request.state.principal = principal
+            if not principal.allows(permission):
+                raise ApiError(ErrorCode.permission_denied, f"this token lacks the {permission} permission")
+            return principal
+
+        return _admit
+
+    return authorize
