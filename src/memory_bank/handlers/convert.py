@@ -1,0 +1,24 @@
+"""Store rows to the generated response models.
+
+Only the fields a model declares are copied, so storage-only columns (org_id,
+chain_id, idempotency_key, ...) can never leak into a response.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from memory_bank.generated import models
+from memory_bank.store.tables import MemoryRow
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def to_model(model: type[M], row: object) -> M:
+    return model.model_validate({name: getattr(row, name) for name in model.model_fields})
+
+
+def to_memory(row: MemoryRow) -> models.Memory:
+    return to_model(models.Memory, row)

@@ -1,0 +1,127 @@
+"""``MemoryHandlers``: the handwritten implementation of ``generated.interface.MemoryBankApi``.
+
+Each method turns validated request models into store calls and store rows into
+response models; nothing here touches SQL or decides who may see what (the store
+does, in its queries). The store is synchronous, so every call runs in a worker
+thread to keep the event loop free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+from starlette.concurrency import run_in_threadpool
+
+from memory_bank.generated import models
+from memory_bank.handlers.convert import to_memory, to_model
+from memory_bank.handlers.transfer import export_lines, parse_records
+from memory_bank.runtime import Principal, Reply, TextStream
+from memory_bank.store.filters import MemoryFilter
+from memory_bank.store.memories import MemoryStore
+from memory_bank.store.tables import MemoryRow
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+async def _off_loop(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    return await run_in_threadpool(call, *args, **kwargs)
+
+
+def _filter(
+    tags: list[str] | None, category: str | None, project_id: str | None, keypath_prefix: str | None, include_superseded: bool
+) -> MemoryFilter:
+    return MemoryFilter(tuple(tags or ()), category, project_id, keypath_prefix, include_superseded)
+
+
+def _created(row: MemoryRow, created: bool) -> Reply[models.Memory]:
+    return Reply(to_memory(row), 201 if created else 200)
+
+
+class MemoryHandlers:
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    async def post_memory(
+        self, principal: Principal, *, body: models.MemoryCreate, idempotency_key: str | None = None
+    ) -> Reply[models.Memory]:
+        row, created = await _off_loop(self._store.create, principal, body.model_dump(exclude_none=True), idempotency_key)
+        return _created(row, created)
+
+    async def list_memories(
+        self,
+        principal: Principal,
+        *,
+        cursor: str | None = None,
+        limit: int = 20,
+        tags: list[str] | None = None,
+        category: str | None = None,
+        project_id: str | None = None,
+        keypath_prefix: str | None = None,
+        include_superseded: bool = False,
+    ) -> Reply[models.MemoryPage]:
+        where = _filter(tags, category, project_id, keypath_prefix, include_superseded)
+        rows, next_cursor = await _off_loop(self._store.list, principal, where, limit, cursor)
+        return Reply(models.MemoryPage(items=[to_memory(r) for r in rows], next_cursor=next_cursor))
+
+    async def get_memory_search(
+        self,
+        principal: Principal,
+        *,
+        q: str | None = None,
+        limit: int = 20,
+        tags: list[str] | None = None,
+        category: str | None = None,
+        project_id: str | None = None,
+        keypath_prefix: str | None = None,
+        include_superseded: bool = False,
+        min_score: float = 0,
+    ) -> Reply[list[models.SearchHit]]:
+        where = _filter(tags, category, project_id, keypath_prefix, include_superseded)
+        hits = await _off_loop(self._store.search, principal, where, q, limit, min_score)
+        return Reply([models.SearchHit(score=score, memory=to_memory(row)) for row, score in hits])
+
+    async def export_memories(self, principal: Principal) -> Reply[TextStream]:
+        async def next_page(after: MemoryRow | None, size: int) -> list[MemoryRow]:
+            return await _off_loop(self._store.export_page, principal, after, size)
+
+        return Reply(export_lines(next_page))
+
+    async def import_memories(self, principal: Principal, *, body: str) -> Reply[models.ImportResult]:
+        records = parse_records(body)
+        imported, skipped = await _off_loop(self._store.import_records, principal, records)
+        return Reply(models.ImportResult(imported=imported, skipped=skipped))
+
+    async def put_memory_keypath(
+        self, principal: Principal, *, keypath: str, body: models.KeypathValue
+    ) -> Reply[models.Memory]:
+        row, created = await _off_loop(self._store.put_keypath, principal, keypath, body.model_dump(exclude_none=True))
+        return _created(row, created)
+
+    async def get_memory_keypath(self, principal: Principal, *, keypath: str) -> Reply[models.Memory]:
+        return Reply(to_memory(await _off_loop(self._store.get_keypath, principal, keypath)))
+
+    async def get_memory(self, principal: Principal, *, memory_id: str) -> Reply[models.Memory]:
+        return Reply(to_memory(await _off_loop(self._store.get, principal, memory_id)))
+
+    async def patch_memory(
+        self, principal: Principal, *, memory_id: str, body: models.MemoryPatch
+    ) -> Reply[models.Memory]:
+        changes = body.model_dump(exclude_none=True, exclude={"expected_version"})
+        row = await _off_loop(self._store.patch, principal, memory_id, changes, body.expected_version)
+        return Reply(to_memory(row))
+
+    async def delete_memory(self, principal: Principal, *, memory_id: str) -> Reply[None]:
+        await _off_loop(self._store.delete, principal, memory_id)
+        return Reply(None)
+
+    async def get_memory_history(self, principal: Principal, *, memory_id: str) -> Reply[list[models.Memory]]:
+        rows = await _off_loop(self._store.history, principal, memory_id)
+        return Reply([to_memory(r) for r in rows])
+
+    async def post_memory_feedback(
+        self, principal: Principal, *, memory_id: str, body: models.FeedbackCreate
+    ) -> Reply[models.Feedback]:
+        row = await _off_loop(self._store.add_feedback, principal, memory_id, body.model_dump(exclude_none=True))
+        return Reply(to_model(models.Feedback, row), 201)
