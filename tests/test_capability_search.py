@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from memory_bank.capabilities.search import CapabilitySearch, Match
-from memory_bank.capabilities.text import split_words, terms
+from memory_bank.capabilities.search_fields import fields
+from memory_bank.capabilities.text import split_words, stem, terms
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLALPACA = ROOT.parent / "shared" / "evals" / "toolalpaca"
@@ -57,8 +58,35 @@ def test_split_words_breaks_identifiers_paths_and_acronyms(text: str, words: lis
     assert split_words(text) == words
 
 
-def test_terms_drop_function_words() -> None:
-    assert terms("Can you get me the weather in Paris?") == ["get", "weather", "paris"]
+def test_split_words_handles_non_ascii_camel_case() -> None:
+    assert split_words("ÉtatCivil naïve") == ["état", "civil", "naïve"]
+
+
+def test_terms_drop_function_words_and_stem() -> None:
+    assert terms("Can you get me the public holidays of Countries?") == ["get", "public", "holiday", "countri"]
+
+
+@pytest.mark.parametrize(
+    ("words", "same"),
+    [(("holiday", "holidays"), True), (("nutrition", "nutritional"), True), (("convert", "converting"), True), (("user", "use"), False)],
+)
+def test_stemming_folds_inflections_only(words: tuple[str, str], same: bool) -> None:
+    assert (stem(words[0]) == stem(words[1])) is same
+
+
+def test_fields_keep_path_words_and_response_fields_apart() -> None:
+    cyclic = {
+        "type": "object",
+        "properties": {"result": {"$ref": "#/$defs/Country"}},
+        "$defs": {"Country": {"type": "object", "properties": {"officialName": {"description": "Official name"}, "borders": {"type": "array", "items": {"$ref": "#/$defs/Country"}}}}},
+    }
+    entry = capability("getCountry", "Country info", "GET", "/countries/{countryCode}/info", code="ISO code") | {"outputSchema": cyclic}
+    got = fields(entry)
+    assert got["path"] == ["countri", "info"]
+    assert got["params"] == ["code"]
+    assert got["returns"] == ["result", "offici", "name", "offici", "name", "border"]
+    assert got["description"] == []  # a copy of the title is not counted twice
+    assert got["verbs"][:2] == ["get", "retriev"]
 
 
 @pytest.mark.parametrize(
@@ -68,6 +96,8 @@ def test_terms_drop_function_words() -> None:
         ("search my memories", "getMemorySearch"),
         ("what will the weather be in Oslo", "getWeatherForecast"),
         ("public holidays in France 2025", "listPublicHolidays"),
+        ("previous versions of a memory", "getMemoryHistory"),
+        ("remove a memory", "deleteMemory"),
     ],
 )
 def test_the_right_operation_ranks_first(query: str, expected: str) -> None:

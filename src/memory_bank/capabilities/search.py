@@ -1,35 +1,37 @@
 """Rank capabilities for a natural-language request (``search_capabilities``).
 
-An agent describes what it wants ("is today a holiday in China?") and needs the
-one operation among hundreds that does it. The index is built once, in memory, at
-construction; a query then only touches the postings of its own terms.
+An agent describes what it wants ("is today a holiday in China?") and needs the one
+operation, among hundreds from many APIs, that does it. Two lexical signals, both
+built once at construction and answered from memory:
 
-Scores are BM25 normalised into [0, 1] by the query's own ceiling: the score a
-document would get if it contained every query term infinitely often
-(``sum(idf(t) * (k1 + 1))``, a word no capability uses counting at the highest idf).
-So 1.0 means "every query word, saturated", the value
-does not depend on what else is in the registry's top k, and a caller can apply
-a fixed ``min_score``.
+* the operation itself: BM25F over its fields (name, title, path, tags, description,
+  arguments; weights and why in :mod:`search_fields`);
+* its API: BM25 over the pooled titles, tags and name of every operation from the same
+  source, so a request about fruit goes to the fruit API even when the one operation
+  that answers it never says "fruit". It only re-weights operations that match on
+  their own, so it cannot surface an operation with no evidence.
+
+Score = ``(1 - API_WEIGHT) * operation + API_WEIGHT * api``, both in [0, 1] (see
+:mod:`bm25f` for what 1 means), so the score is in [0, 1] and a caller may apply a
+fixed ``min_score``.
 """
 
 from __future__ import annotations
 
-import math
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memory_bank.capabilities.bm25f import BM25F
+from memory_bank.capabilities.search_fields import FIELD_WEIGHTS, api_terms, fields
 from memory_bank.capabilities.text import terms
 
-__all__ = ["CapabilitySearch", "Match"]
+__all__ = ["API_WEIGHT", "CapabilitySearch", "Match"]
 
 Capability = Mapping[str, Any]
 
-#: Standard BM25 constants (Robertson & Zaragoza): term-frequency saturation and
-#: length normalisation.
-K1 = 1.2
-B = 0.75
+#: Share of the score that comes from the operation's API rather than the operation.
+API_WEIGHT = 0.25
 
 
 @dataclass(frozen=True)
@@ -40,44 +42,18 @@ class Match:
     score: float
 
 
-def _parameter_names(capability: Capability) -> Iterable[str]:
-    """Names (and descriptions) of every path/query/header/body argument."""
-    groups = (capability.get("inputSchema") or {}).get("properties") or {}
-    for group in groups.values():
-        props = group.get("properties") if isinstance(group, Mapping) else None
-        for name, schema in (props or {}).items():
-            yield name
-            if isinstance(schema, Mapping) and isinstance(schema.get("description"), str):
-                yield schema["description"]
-
-
-def _document(capability: Capability) -> list[str]:
-    """All the searchable text of a capability, as terms."""
-    parts = [
-        str(capability.get("name") or ""),
-        str(capability.get("title") or ""),
-        str(capability.get("description") or ""),
-        " ".join(t for t in capability.get("tags") or () if isinstance(t, str)),
-        str(capability.get("path") or ""),
-        *_parameter_names(capability),
-    ]
-    return terms(" ".join(parts))
-
-
 class CapabilitySearch:
-    """An in-memory BM25 index over a fixed list of capabilities."""
+    """An immutable in-memory index over a fixed list of capabilities."""
 
     def __init__(self, capabilities: Sequence[Capability]) -> None:
         self._capabilities = list(capabilities)
-        docs = [Counter(_document(c)) for c in self._capabilities]
-        self._lengths = [sum(d.values()) for d in docs]
-        self._avg_length = (sum(self._lengths) / len(docs)) if docs else 0.0
-        self._postings: dict[str, list[tuple[int, int]]] = {}
-        for doc_id, counts in enumerate(docs):
-            for term, tf in counts.items():
-                self._postings.setdefault(term, []).append((doc_id, tf))
-        n = len(docs)
-        self._idf = {t: math.log(1 + (n - len(p) + 0.5) / (len(p) + 0.5)) for t, p in self._postings.items()}
+        self._operations = BM25F([fields(c) for c in self._capabilities], FIELD_WEIGHTS)
+        sources: dict[str, int] = {}
+        self._source_of = [sources.setdefault(str(c.get("source") or ""), len(sources)) for c in self._capabilities]
+        pooled: list[list[str]] = [[] for _ in sources]
+        for capability, source in zip(self._capabilities, self._source_of):
+            pooled[source] += api_terms(capability)
+        self._apis = BM25F([{"api": words} for words in pooled], {"api": 1.0})
 
     def __len__(self) -> int:
         return len(self._capabilities)
@@ -89,30 +65,27 @@ class CapabilitySearch:
         limit: int = 5,
         accept: Callable[[Capability], bool] | None = None,
     ) -> list[Match]:
-        """The best ``limit`` capabilities for ``query``, best first.
+        """The best ``limit`` capabilities for ``query``, best first (ties: catalog order).
 
         ``accept`` (e.g. a permission check) is applied before the limit, so a caller
         never gets fewer results just because better ones were filtered out. An empty
         query returns ``[]``: listing by category is the caller's job.
         """
-        wanted = list(dict.fromkeys(terms(query)))
-        query_terms = [t for t in wanted if t in self._postings]
-        if not query_terms or limit <= 0:
+        query_terms = terms(query)
+        if limit <= 0 or not query_terms:
             return []
-        unseen_idf = math.log(1 + (len(self) + 0.5) / 0.5)
-        ceiling = sum(self._idf.get(t, unseen_idf) for t in wanted) * (K1 + 1)
-        scores: dict[int, float] = {}
-        for term in query_terms:
-            idf = self._idf[term]
-            for doc_id, tf in self._postings[term]:
-                norm = K1 * (1 - B + B * self._lengths[doc_id] / self._avg_length)
-                scores[doc_id] = scores.get(doc_id, 0.0) + idf * tf * (K1 + 1) / (tf + norm)
-        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+        own = self._operations.scores(query_terms)
+        api = self._apis.scores(query_terms) if own else {}
+        scored = (
+            ((1 - API_WEIGHT) * score + API_WEIGHT * api.get(self._source_of[doc_id], 0.0), doc_id)
+            for doc_id, score in own.items()
+        )
+        ranked = sorted(scored, key=lambda item: (-item[0], item[1]))
         matches: list[Match] = []
-        for doc_id, score in ranked:
+        for score, doc_id in ranked:
             capability = self._capabilities[doc_id]
             if accept is None or accept(capability):
-                matches.append(Match(capability, min(1.0, score / ceiling)))
+                matches.append(Match(capability, min(1.0, score)))
                 if len(matches) == limit:
                     break
         return matches

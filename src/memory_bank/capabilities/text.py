@@ -1,21 +1,27 @@
 """Turn API text (identifiers, paths, prose) into search terms.
 
 Operation names and paths glue words together (``getUserById``, ``/ip_addresses``,
-``IPAddress``); queries are prose. Both sides must reduce to the same terms or the
-best lexical ranker in the world matches nothing, so there is exactly one function
-for both: :func:`terms`.
+``IPAddress``); queries are prose ("holidays in France"). Both sides must reduce to
+the same terms or no ranker can match them, so there is one function for both:
+:func:`terms` (split, drop function words, stem).
+
+Stemming is Snowball's English (Porter2) stemmer from ``snowballstemmer``: pure
+Python, maintained, and the standard light stemmer of IR; it folds "holidays" /
+"holiday", "countries" / "country", "nutritional" / "nutrition". Stems are cached:
+API vocabularies are small, so after indexing nearly every query word is a hit.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
-__all__ = ["STOPWORDS", "split_words", "terms"]
+import snowballstemmer
+
+__all__ = ["STOPWORDS", "split_words", "stem", "terms"]
 
 #: Runs of letters or digits; everything else (``/``, ``_``, ``{``, ``.``, ``-``) separates.
-_RUN = re.compile(r"[A-Za-z]+|[0-9]+")
-#: Inside one letter run: an acronym before a capitalised word, a capitalised word, a tail.
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+")
+_RUN = re.compile(r"[^\W\d_]+|\d+")
 
 #: Function words that carry no intent in a request ("can you get me the ..."). Kept
 #: short on purpose: words like "all", "new", "by", "not" do separate operations.
@@ -25,18 +31,34 @@ STOPWORDS = frozenset(
     this those to was we were what when where which who whom why will with would you your""".split()
 )
 
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+def _camel_pieces(run: str) -> list[str]:
+    """``IPAddress`` -> ``["IP", "Address"]``: a new word starts at a lower->upper step, and
+    at the last capital of an acronym that a lower-case letter follows (any script)."""
+    starts = [0] + [
+        i
+        for i in range(1, len(run))
+        if run[i].isupper() and (run[i - 1].islower() or (i + 1 < len(run) and run[i + 1].islower()))
+    ]
+    return [run[a:b] for a, b in zip(starts, starts[1:] + [len(run)])]
+
 
 def split_words(text: str) -> list[str]:
     """``getIPAddress_v2/{userId}`` -> ``["get", "ip", "address", "v", "2", "user", "id"]``.
 
     Lower-cased words in order; camelCase, acronyms, snake_case and paths all split.
     """
-    words: list[str] = []
-    for run in _RUN.findall(text):
-        words.extend(w.lower() for w in (_CAMEL.findall(run) if run[0].isalpha() else [run]))
-    return words
+    return [piece.lower() for run in _RUN.findall(text) for piece in _camel_pieces(run)]
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The Porter2 stem of a lower-case word (``"holidays"`` -> ``"holiday"``)."""
+    return _STEMMER.stemWord(word)
 
 
 def terms(text: str) -> list[str]:
-    """The search terms of ``text``: its words without stopwords."""
-    return [w for w in split_words(text) if w not in STOPWORDS]
+    """The search terms of ``text``: its words, without stopwords, stemmed."""
+    return [stem(w) for w in split_words(text) if w not in STOPWORDS]

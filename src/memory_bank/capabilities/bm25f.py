@@ -1,0 +1,76 @@
+"""BM25F: BM25 over documents made of weighted fields, scores normalised into [0, 1].
+
+A word in an operation's name says more about what it does than the same word deep
+in its description, so fields are weighted before term frequencies saturate
+(Robertson, Zaragoza & Taylor 2004, "Simple BM25 extension to multiple weighted
+fields"): ``tf~(t, d) = sum_f w_f * tf_f(t, d) / (1 - b + b * len_f(d) / avglen_f)``,
+``score(q, d) = sum_{t in q} idf(t) * tf~ / (k1 + tf~)``.
+
+Everything but ``idf`` x saturation depends on the document only, so it is computed
+once at construction and stored in the postings: a query just adds up floats.
+
+Normalisation: ``tf~ / (k1 + tf~)`` is below 1, so a score is below ``sum idf(t)``
+over the query's terms, a word no document has counting at the highest idf. The
+score divided by that ceiling is in [0, 1] and means "how much of the query this
+document covers, and how strongly" regardless of what else is indexed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+
+__all__ = ["BM25F"]
+
+#: Term-frequency saturation and length normalisation: the usual BM25 values.
+K1 = 1.2
+B = 0.75
+
+
+class BM25F:
+    """An immutable in-memory BM25F index over documents given as ``{field: [term, ...]}``."""
+
+    def __init__(self, documents: Sequence[Mapping[str, Sequence[str]]], weights: Mapping[str, float]) -> None:
+        self._n = len(documents)
+        avg = {
+            field: (sum(len(d.get(field, ())) for d in documents) / self._n) if self._n else 0.0 for field in weights
+        }
+        postings: dict[str, list[tuple[int, float]]] = {}
+        for doc_id, doc in enumerate(documents):
+            pseudo_tf: Counter[str] = Counter()
+            for field, weight in weights.items():
+                words = doc.get(field, ())
+                if not words:
+                    continue
+                norm = 1 - B + B * len(words) / avg[field]
+                for term, tf in Counter(words).items():
+                    pseudo_tf[term] += weight * tf / norm
+            for term, tf in pseudo_tf.items():
+                postings.setdefault(term, []).append((doc_id, tf / (K1 + tf)))
+        self._postings = postings
+        self._idf = {t: self._idf_of(len(p)) for t, p in postings.items()}
+        self._unseen_idf = self._idf_of(0)
+
+    def _idf_of(self, df: int) -> float:
+        """BM25's idf, floored at 0 by the ``1 +`` (Lucene's variant): common words never subtract."""
+        return math.log(1 + (self._n - df + 0.5) / (df + 0.5))
+
+    def __len__(self) -> int:
+        return self._n
+
+    def knows(self, term: str) -> bool:
+        return term in self._postings
+
+    def scores(self, query_terms: Iterable[str]) -> dict[int, float]:
+        """``{doc_id: score in [0, 1]}`` for every document sharing a term with the query."""
+        unique = list(dict.fromkeys(query_terms))
+        ceiling = sum(self._idf.get(t, self._unseen_idf) for t in unique)
+        scores: dict[int, float] = {}
+        if ceiling <= 0:
+            return scores
+        for term in unique:
+            weight = self._idf.get(term, 0.0) / ceiling
+            for doc_id, saturation in self._postings.get(term, ()):
+                scores[doc_id] = scores.get(doc_id, 0.0) + weight * saturation
+        return scores

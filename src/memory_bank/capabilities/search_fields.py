@@ -1,0 +1,134 @@
+"""What of a capability is searched, split into fields, and how much each field counts.
+
+The weights are set once from what each field IS, not fitted to any query set:
+
+* ``name`` (operationId) and ``title`` (summary) are the author's own short statement
+  of what the operation does: 3.
+* ``path``, the literal segments, names the resource acted on; ``tags`` name the
+  resource group: 2.
+* ``description`` is prose written for a reader, full of incidental words: 1.
+* ``params`` (argument names) say what the operation needs, which a request often
+  mentions ("for 2023", "by ICAO code"): 1; their descriptions, long and generic: 0.5.
+* ``returns``: property names and descriptions of the response body, what the
+  operation gives back; requests name it ("the calories of an apple", "its elevation"):
+  0.5, as it is long and partly generic (ids, timestamps).
+* ``verbs``: the HTTP method's meaning (RFC 9110) in the words people use for it, so
+  "delete"/"remove" or "create"/"add" reach the operation even when its name does not
+  say so: 0.5, enough to break ties between operations on the same resource.
+
+A description that only repeats the title (codegen copies the summary when there is
+no description) is dropped so the title is not counted twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from memory_bank.capabilities.text import terms
+
+__all__ = ["FIELD_WEIGHTS", "api_terms", "fields"]
+
+FIELD_WEIGHTS: Mapping[str, float] = {
+    "name": 3.0,
+    "title": 3.0,
+    "path": 2.0,
+    "tags": 2.0,
+    "description": 1.0,
+    "params": 1.0,
+    "param_text": 0.5,
+    "returns": 0.5,
+    "verbs": 0.5,
+}
+
+#: How deep into nested response objects field names are still about the operation.
+MAX_SCHEMA_DEPTH = 4
+_SUBSCHEMA_KEYS = ("items", "additionalProperties", "allOf", "anyOf", "oneOf")
+
+#: What each HTTP method does, in request words (RFC 9110 section 9.3).
+METHOD_VERBS: Mapping[str, str] = {
+    "GET": "get retrieve fetch list show find read",
+    "HEAD": "check exists",
+    "POST": "create add new submit send make",
+    "PUT": "update replace set save",
+    "PATCH": "update modify change edit",
+    "DELETE": "delete remove cancel",
+}
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _arguments(capability: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """``(name, description)`` of every path/query/header argument and top-level body field."""
+    groups = (capability.get("inputSchema") or {}).get("properties") or {}
+    for group in groups.values():
+        properties = group.get("properties") if isinstance(group, Mapping) else None
+        for name, schema in (properties if isinstance(properties, Mapping) else {}).items():
+            yield name, _text(schema.get("description")) if isinstance(schema, Mapping) else ""
+
+
+def _schema_words(schema: Any, defs: Mapping[str, Any], depth: int = 0, seen: frozenset[str] = frozenset()) -> Iterator[str]:
+    """Property names and descriptions of a JSON Schema, nested objects included, ``$ref``s
+    into the root ``$defs`` followed once per branch (schemas may be cyclic)."""
+    if isinstance(schema, list):
+        for sub in schema:
+            yield from _schema_words(sub, defs, depth, seen)
+        return
+    if not isinstance(schema, Mapping) or depth > MAX_SCHEMA_DEPTH:
+        return
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/") and ref not in seen:
+        yield from _schema_words(defs.get(ref.removeprefix("#/$defs/")), defs, depth, seen | {ref})
+    properties = schema.get("properties")
+    for name, sub in (properties.items() if isinstance(properties, Mapping) else ()):
+        yield name
+        if isinstance(sub, Mapping):
+            yield _text(sub.get("description"))
+        yield from _schema_words(sub, defs, depth + 1, seen)
+    for key in _SUBSCHEMA_KEYS:
+        yield from _schema_words(schema.get(key), defs, depth, seen)
+
+
+def _literal_path(path: str) -> str:
+    """``/pets/{petId}/photos`` -> ``/pets//photos``: the resource words, not the placeholders
+    (those are arguments and are indexed as such)."""
+    out, depth = [], 0
+    for char in path:
+        depth += char == "{"
+        out.append(char if depth == 0 else " ")
+        depth -= char == "}" and depth > 0
+    return "".join(out)
+
+
+def fields(capability: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The capability's searchable text as ``{field: terms}`` (keys of :data:`FIELD_WEIGHTS`)."""
+    title = _text(capability.get("title")).strip()
+    description = _text(capability.get("description")).strip()
+    arguments = list(_arguments(capability))
+    output = capability.get("outputSchema") if isinstance(capability.get("outputSchema"), Mapping) else {}
+    return {
+        "name": terms(_text(capability.get("name"))),
+        "title": terms(title),
+        "path": terms(_literal_path(_text(capability.get("path")))),
+        "tags": terms(" ".join(t for t in capability.get("tags") or () if isinstance(t, str))),
+        "description": terms(description) if description != title else [],
+        "params": terms(" ".join(name for name, _ in arguments)),
+        "param_text": terms(" ".join(text for _, text in arguments)),
+        "returns": terms(" ".join(_schema_words(output, output.get("$defs") or {}))),
+        "verbs": terms(METHOD_VERBS.get(_text(capability.get("method")).upper(), "")),
+    }
+
+
+def api_terms(capability: Mapping[str, Any]) -> list[str]:
+    """The words that tell which API a capability belongs to: its source's name, its tags and title.
+
+    Gathered over all capabilities of one source, they describe the API as a whole
+    (e.g. every FruityVice operation talks about fruit), which routes a request to the
+    right API before the operation's own fields pick the operation.
+    """
+    source = _text(capability.get("source"))
+    return terms(source.rsplit("/", 1)[-1].rsplit(".", 1)[0]) + terms(
+        " ".join([_text(capability.get("title")), *(t for t in capability.get("tags") or () if isinstance(t, str))])
+    )
