@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from functools import lru_cache
+from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -37,6 +38,12 @@ class Settings(BaseSettings):
     redis_url: str | None = None
     rate_limit_rpm: int = Field(default=120, ge=1)
     rate_limit_org_overrides: dict[str, int] = Field(default_factory=dict)
+    #: Socket timeouts for Redis: a limiter that stalls would stall every request.
+    redis_timeout_seconds: float = Field(default=0.25, gt=0)
+    audit_queue_size: int = Field(default=10_000, ge=1)
+    audit_batch_size: int = Field(default=500, ge=1)
+    #: Also append audit events as JSON lines to this file (the table always gets them).
+    audit_jsonl_path: Path | None = None
     mcp_tools: McpToolsMode = McpToolsMode.meta
     mcp_allow_stdio: bool = False
     token: str | None = None
