@@ -48,8 +48,9 @@ class BM25F:
                     pseudo_tf[term] += weight * tf / norm
             for term, tf in pseudo_tf.items():
                 postings.setdefault(term, []).append((doc_id, tf / (K1 + tf)))
-        self._postings = postings
         self._idf = {t: self._idf_of(len(p)) for t, p in postings.items()}
+        #: term -> (doc ids, saturations): two flat tuples iterate faster than pairs.
+        self._postings = {t: (tuple(d for d, _ in p), tuple(s for _, s in p)) for t, p in postings.items()}
         self._unseen_idf = self._idf_of(0)
 
     def _idf_of(self, df: int) -> float:
@@ -59,18 +60,20 @@ class BM25F:
     def __len__(self) -> int:
         return self._n
 
-    def knows(self, term: str) -> bool:
-        return term in self._postings
+    def scores(self, query_terms: Iterable[str]) -> list[float]:
+        """The score in [0, 1] of every document, by position (0.0: shares no term with the query).
 
-    def scores(self, query_terms: Iterable[str]) -> dict[int, float]:
-        """``{doc_id: score in [0, 1]}`` for every document sharing a term with the query."""
+        Dense on purpose: adding into a list by index is the cheapest accumulator in
+        pure Python, and callers fuse more signals position by position.
+        """
         unique = list(dict.fromkeys(query_terms))
         ceiling = sum(self._idf.get(t, self._unseen_idf) for t in unique)
-        scores: dict[int, float] = {}
+        scores = [0.0] * self._n
         if ceiling <= 0:
             return scores
         for term in unique:
             weight = self._idf.get(term, 0.0) / ceiling
-            for doc_id, saturation in self._postings.get(term, ()):
-                scores[doc_id] = scores.get(doc_id, 0.0) + weight * saturation
+            doc_ids, saturations = self._postings.get(term, ((), ()))
+            for doc_id, saturation in zip(doc_ids, saturations):
+                scores[doc_id] += weight * saturation
         return scores

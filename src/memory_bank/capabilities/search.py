@@ -18,6 +18,7 @@ fixed ``min_score``.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -75,17 +76,18 @@ class CapabilitySearch:
         if limit <= 0 or not query_terms:
             return []
         own = self._operations.scores(query_terms)
-        api = self._apis.scores(query_terms) if own else {}
-        scored = (
-            ((1 - API_WEIGHT) * score + API_WEIGHT * api.get(self._source_of[doc_id], 0.0), doc_id)
-            for doc_id, score in own.items()
-        )
-        ranked = sorted(scored, key=lambda item: (-item[0], item[1]))
+        api = self._apis.scores(query_terms)
+        # Best first, ties in catalog order; a heap, since only the first few are popped.
+        heap = [
+            (-((1 - API_WEIGHT) * score + API_WEIGHT * api[source]), doc_id)
+            for doc_id, (score, source) in enumerate(zip(own, self._source_of))
+            if score > 0
+        ]
+        heapq.heapify(heap)
         matches: list[Match] = []
-        for score, doc_id in ranked:
+        while heap and len(matches) < limit:
+            negative, doc_id = heapq.heappop(heap)
             capability = self._capabilities[doc_id]
             if accept is None or accept(capability):
-                matches.append(Match(capability, min(1.0, score)))
-                if len(matches) == limit:
-                    break
+                matches.append(Match(capability, min(1.0, -negative)))
         return matches

@@ -34,15 +34,21 @@ STOPWORDS = frozenset(
 _STEMMER = snowballstemmer.stemmer("english")
 
 
-def _camel_pieces(run: str) -> list[str]:
-    """``IPAddress`` -> ``["IP", "Address"]``: a new word starts at a lower->upper step, and
-    at the last capital of an acronym that a lower-case letter follows (any script)."""
+@lru_cache(maxsize=65536)
+def _words_of_run(run: str) -> tuple[str, ...]:
+    """``IPAddress`` -> ``("ip", "address")``: a new word starts at a lower->upper step, and
+    at the last capital of an acronym that a lower-case letter follows (any script).
+
+    Cached: specs repeat the same identifiers and words thousands of times.
+    """
+    if run.islower() or run.isupper() or run.isdigit():
+        return (run.lower(),)
     starts = [0] + [
         i
         for i in range(1, len(run))
         if run[i].isupper() and (run[i - 1].islower() or (i + 1 < len(run) and run[i + 1].islower()))
     ]
-    return [run[a:b] for a, b in zip(starts, starts[1:] + [len(run)])]
+    return tuple(run[a:b].lower() for a, b in zip(starts, starts[1:] + [len(run)]))
 
 
 def split_words(text: str) -> list[str]:
@@ -50,7 +56,7 @@ def split_words(text: str) -> list[str]:
 
     Lower-cased words in order; camelCase, acronyms, snake_case and paths all split.
     """
-    return [piece.lower() for run in _RUN.findall(text) for piece in _camel_pieces(run)]
+    return [word for run in _RUN.findall(text) for word in _words_of_run(run)]
 
 
 @lru_cache(maxsize=65536)
