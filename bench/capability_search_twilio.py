@@ -14,9 +14,7 @@ for 1,447 look-alike operations, not a quality claim.
 from __future__ import annotations
 
 import argparse
-import json
 import random
-import statistics
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -26,7 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "evals"), str(ROOT), str(ROOT / "src")]
 
-from capability_search import percentile  # noqa: E402
+from capability_search import latency_summary, report  # noqa: E402
 from codegen.catalog_builder import build_catalogs  # noqa: E402
 from codegen.loader import load_spec  # noqa: E402
 from memory_bank.capabilities.search import CapabilitySearch  # noqa: E402
@@ -79,16 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "catalog_ms": round(catalog_ms, 1),
         "build_ms": round(build_ms, 1),
         "queries": len(targets),
-        "query_ms_median": round(statistics.median(latencies), 3),
-        "query_ms_p95": round(percentile(latencies, 95), 3),
+        **latency_summary(latencies),
         "known_item@1": round(at1 / len(targets), 3),
         "known_item@5": round(at5 / len(targets), 3),
     }
-    if args.json:
-        print(json.dumps(result))
-    else:
-        for name, value in result.items():
-            print(f"{name:>16}  {value}")
+    report(result, as_json=args.json)
     return 0
 
 

@@ -73,6 +73,25 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))]
 
 
+def latency_summary(latencies_ms: Sequence[float]) -> dict[str, float]:
+    """Median and p95 of per-query latencies, in ms."""
+    if not latencies_ms:
+        return {"query_ms_median": 0.0, "query_ms_p95": 0.0}
+    return {
+        "query_ms_median": round(statistics.median(latencies_ms), 3),
+        "query_ms_p95": round(percentile(latencies_ms, 95), 3),
+    }
+
+
+def report(result: Mapping[str, Any], *, as_json: bool) -> None:
+    """One JSON object, or one ``name  value`` line per figure."""
+    if as_json:
+        print(json.dumps(result))
+        return
+    for name, value in result.items():
+        print(f"{name:>16}  {value}")
+
+
 def evaluate(queries: Sequence[Query], rank: Ranker, *, k: int = 5) -> dict[str, float]:
     """Quality metrics and per-query latency (ms) of ``rank`` over ``queries``."""
     depth = max(k, 10)
@@ -91,10 +110,7 @@ def evaluate(queries: Sequence[Query], rank: Ranker, *, k: int = 5) -> dict[str,
         totals[f"final@{k}"] += final is not None and final < k
         totals["mrr"] += 1 / (first + 1) if first is not None else 0.0
     n = max(1, len(queries))
-    metrics = {name: round(value / n, 4) for name, value in totals.items()}
-    metrics["query_ms_median"] = round(statistics.median(latencies), 3) if latencies else 0.0
-    metrics["query_ms_p95"] = round(percentile(latencies, 95), 3) if latencies else 0.0
-    return metrics
+    return {name: round(value / n, 4) for name, value in totals.items()} | latency_summary(latencies)
 
 
 def memory_bank_ranker(catalog: Sequence[Mapping[str, Any]]) -> tuple[Ranker, float]:
@@ -117,12 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     catalog = load_catalog(args.specs_root, sorted({q.spec for q in queries}))
     rank, build_ms = memory_bank_ranker(catalog)
     result = {"queries": len(queries), "operations": len(catalog), "build_ms": round(build_ms, 2)}
-    result |= evaluate(queries, rank, k=args.k)
-    if args.json:
-        print(json.dumps(result))
-    else:
-        for name, value in result.items():
-            print(f"{name:>16}  {value}")
+    report(result | evaluate(queries, rank, k=args.k), as_json=args.json)
     return 0
 
 
