@@ -116,7 +116,7 @@ def test_delete_is_a_tombstone_and_frees_the_content(store: MemoryStore, ann) ->
     assert code_of(excinfo) is ErrorCode.not_found
     history = store.history(ann, v1.id)
     assert [r.deleted_at is not None for r in history] == [False, True]
-    assert store.list(ann, MemoryFilter(include_superseded=True), 10)[0] == []
+    assert store.page(ann, MemoryFilter(include_superseded=True), 10)[0] == []
     again, created = store.create(ann, {"content": "forget me"})
     assert created and again.chain_id != v1.chain_id
 
@@ -156,7 +156,7 @@ def test_list_pages_newest_first(store: MemoryStore, ann) -> None:
     ids = [store.create(ann, {"content": f"memory {n}"})[0].id for n in range(5)]
     seen, cursor = [], None
     while True:
-        rows, cursor = store.list(ann, EVERYTHING, 2, cursor)
+        rows, cursor = store.page(ann, EVERYTHING, 2, cursor)
         seen += [r.id for r in rows]
         if cursor is None:
             break
@@ -165,7 +165,7 @@ def test_list_pages_newest_first(store: MemoryStore, ann) -> None:
 
 def test_a_forged_cursor_is_invalid_params(store: MemoryStore, ann) -> None:
     with pytest.raises(ApiError) as excinfo:
-        store.list(ann, EVERYTHING, 2, "not-a-cursor")
+        store.page(ann, EVERYTHING, 2, "not-a-cursor")
     assert code_of(excinfo) is ErrorCode.invalid_params
     assert excinfo.value.errors[0].field == "/query/cursor"
 
@@ -176,7 +176,7 @@ def test_filters_narrow_lists(store: MemoryStore, ann) -> None:
     store.create(ann, {"content": "c", "keypath": "userXpref.editor"})
 
     def contents(where: MemoryFilter) -> list[str]:
-        return sorted(r.content for r in store.list(ann, where, 10)[0])
+        return sorted(r.content for r in store.page(ann, where, 10)[0])
 
     assert contents(MemoryFilter(tags=("x",))) == ["a", "b"]
     assert contents(MemoryFilter(tags=("x", "y"))) == ["a"]

@@ -62,7 +62,7 @@ class MemoryHandlers:
         include_superseded: bool = False,
     ) -> Reply[models.MemoryPage]:
         where = _filter(tags, category, project_id, keypath_prefix, include_superseded)
-        rows, next_cursor = await _off_loop(self._store.list, principal, where, limit, cursor)
+        rows, next_cursor = await _off_loop(self._store.page, principal, where, limit, cursor)
         return Reply(models.MemoryPage(items=[to_memory(r) for r in rows], next_cursor=next_cursor))
 
     async def get_memory_search(

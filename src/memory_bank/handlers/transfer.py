@@ -48,7 +48,7 @@ async def export_lines(next_page: ExportPage) -> AsyncIterator[str]:
 
 def _describe(exc: ValidationError) -> tuple[str, str]:
     """The first failing rule (a JSON Schema keyword) and every failure on the line."""
-    found = field_errors(exc.errors())
+    found = field_errors([dict(e) for e in exc.errors()])
     return found[0].rule, "; ".join(f"{e.field or '/'}: {e.message}" for e in found)
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections.abc import Iterable
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
 from memory_bank.security.principal import Principal
 from memory_bank.store.columns import utcnow
@@ -49,7 +51,7 @@ class TokenStore:
 
     def verify(self, plaintext: str) -> Principal | None:
         """The principal a live token stands for; None for unknown or revoked tokens."""
-        statement = sa.select(TokenRow).where(TokenRow.token_hash == _digest(plaintext), TokenRow.revoked_at.is_(None))
+        statement = sa.select(TokenRow).where(col(TokenRow.token_hash) == _digest(plaintext), col(TokenRow.revoked_at).is_(None))
         with transaction(self._engine) as session:
             row = session.scalars(statement).first()
         if row is None:
@@ -66,11 +68,12 @@ class TokenStore:
         """Stop a token from authenticating; False when no live token has this id."""
         statement = (
             sa.update(TokenRow)
-            .where(TokenRow.id == token_id, TokenRow.revoked_at.is_(None))
+            .where(col(TokenRow.id) == token_id, col(TokenRow.revoked_at).is_(None))
             .values(revoked_at=utcnow())
         )
         with transaction(self._engine, write=True) as session:
-            return session.execute(statement).rowcount == 1
+            result: sa.CursorResult[Any] = session.execute(statement)  # type: ignore[assignment]
+            return result.rowcount == 1
 
     def count(self) -> int:
         """How many tokens exist, revoked ones included (development bootstrap asks)."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy import ColumnElement
 from sqlalchemy.orm import aliased
+from sqlmodel import col
 
 from memory_bank.security.principal import Principal
 from memory_bank.store.search import SearchBackend
@@ -20,25 +21,25 @@ from memory_bank.store.tables import MemoryRow
 def visible_to(principal: Principal) -> ColumnElement[bool]:
     """Same organisation, and either shared with it or saved by this user."""
     return sa.and_(
-        MemoryRow.org_id == principal.org_id,
-        sa.or_(MemoryRow.scope == "org", MemoryRow.user_id == principal.user_id),
+        col(MemoryRow.org_id) == principal.org_id,
+        sa.or_(col(MemoryRow.scope) == "org", col(MemoryRow.user_id) == principal.user_id),
     )
 
 
 def owned_by(principal: Principal) -> ColumnElement[bool]:
     """Saved by this user in this organisation: what export hands out and import writes."""
-    return sa.and_(MemoryRow.org_id == principal.org_id, MemoryRow.user_id == principal.user_id)
+    return sa.and_(col(MemoryRow.org_id) == principal.org_id, col(MemoryRow.user_id) == principal.user_id)
 
 
 def current() -> ColumnElement[bool]:
     """The live head of a chain. A tombstone is always its chain's head, so this suffices."""
-    return sa.and_(MemoryRow.superseded_at.is_(None), MemoryRow.deleted_at.is_(None))
+    return sa.and_(col(MemoryRow.superseded_at).is_(None), col(MemoryRow.deleted_at).is_(None))
 
 
 def not_deleted() -> ColumnElement[bool]:
     """Any version of a chain that has no deletion tombstone."""
     tombstone = aliased(MemoryRow)
-    return ~sa.exists().where(tombstone.chain_id == MemoryRow.chain_id, tombstone.deleted_at.is_not(None))
+    return ~sa.exists().where(col(tombstone.chain_id) == col(MemoryRow.chain_id), col(tombstone.deleted_at).is_not(None))
 
 
 @dataclass(frozen=True)
@@ -55,9 +56,9 @@ class MemoryFilter:
         where = [visible_to(principal), not_deleted() if self.include_superseded else current()]
         where += [search.has_tag(tag) for tag in dict.fromkeys(self.tags)]
         if self.category is not None:
-            where.append(MemoryRow.category == self.category)
+            where.append(col(MemoryRow.category) == self.category)
         if self.project_id is not None:
-            where.append(MemoryRow.project_id == self.project_id)
+            where.append(col(MemoryRow.project_id) == self.project_id)
         if self.keypath_prefix is not None:
-            where.append(MemoryRow.keypath.startswith(self.keypath_prefix, autoescape=True))
+            where.append(col(MemoryRow.keypath).startswith(self.keypath_prefix, autoescape=True))
         return where

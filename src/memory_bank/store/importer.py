@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from memory_bank.errors import ApiError, ErrorCode, FieldError
 from memory_bank.security.principal import Principal
@@ -68,15 +68,15 @@ def _rows_by_id(session: Session, ids: set[str]) -> dict[str, MemoryRow]:
     """Existing rows with these ids, whoever owns them (only to tell taken ids apart)."""
     found: dict[str, MemoryRow] = {}
     for chunk in _chunks(sorted(ids)):
-        found.update((row.id, row) for row in session.scalars(sa.select(MemoryRow).where(MemoryRow.id.in_(chunk))))
+        found.update((row.id, row) for row in session.scalars(sa.select(MemoryRow).where(col(MemoryRow.id).in_(chunk))))
     return found
 
 
 def _taken_keys(session: Session, org_id: str, keys: set[str]) -> set[str]:
     taken: set[str] = set()
     for chunk in _chunks(sorted(keys)):
-        statement = sa.select(MemoryRow.idempotency_key).where(
-            MemoryRow.org_id == org_id, MemoryRow.idempotency_key.in_(chunk)
+        statement = sa.select(col(MemoryRow.idempotency_key)).where(
+            col(MemoryRow.org_id) == org_id, col(MemoryRow.idempotency_key).in_(chunk)
         )
         taken.update(session.scalars(statement))
     return taken

@@ -11,9 +11,11 @@ import binascii
 import json
 import operator
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import ColumnElement
+from sqlmodel import col
 
 from memory_bank.errors import ApiError, ErrorCode, FieldError
 from memory_bank.store.tables import MemoryRow
@@ -25,8 +27,8 @@ def key_of(row: MemoryRow) -> Key:
     return (row.created_at, row.id)
 
 
-def order(descending: bool) -> tuple[ColumnElement[object], ...]:
-    columns = (MemoryRow.created_at, MemoryRow.id)
+def order(descending: bool) -> tuple[ColumnElement[Any], ...]:
+    columns = (col(MemoryRow.created_at), col(MemoryRow.id))
     return tuple(c.desc() if descending else c.asc() for c in columns)
 
 
@@ -35,8 +37,8 @@ def beyond(key: Key, descending: bool) -> ColumnElement[bool]:
     created_at, memory_id = key
     past = operator.lt if descending else operator.gt
     return sa.or_(
-        past(MemoryRow.created_at, created_at),
-        sa.and_(MemoryRow.created_at == created_at, past(MemoryRow.id, memory_id)),
+        past(col(MemoryRow.created_at), created_at),
+        sa.and_(col(MemoryRow.created_at) == created_at, past(col(MemoryRow.id), memory_id)),
     )
 
 

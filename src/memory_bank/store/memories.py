@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy import ColumnElement
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from memory_bank.errors import ApiError, ErrorCode, not_found
 from memory_bank.security.principal import Principal
@@ -79,7 +79,7 @@ class MemoryStore:
         return first, False
 
     def _by_key(self, session: Session, principal: Principal, key: str) -> MemoryRow | None:
-        statement = sa.select(MemoryRow).where(owned_by(principal), MemoryRow.idempotency_key == key)
+        statement = sa.select(MemoryRow).where(owned_by(principal), col(MemoryRow.idempotency_key) == key)
         return session.scalars(statement).first()
 
     def _insert(
@@ -122,7 +122,7 @@ class MemoryStore:
             return self._readable(session, principal, memory_id)
 
     def _readable(self, session: Session, principal: Principal, memory_id: str) -> MemoryRow:
-        return self._one(session, MemoryRow.id == memory_id, visible_to(principal), not_deleted())
+        return self._one(session, col(MemoryRow.id) == memory_id, visible_to(principal), not_deleted())
 
     def _one(self, session: Session, *where: ColumnElement[bool]) -> MemoryRow:
         row = session.scalars(sa.select(MemoryRow).where(*where)).first()
@@ -133,15 +133,15 @@ class MemoryStore:
     def history(self, principal: Principal, memory_id: str) -> list[MemoryRow]:
         """The visible versions of the chain ``memory_id`` belongs to, oldest first, tombstone included."""
         with transaction(self._engine) as session:
-            row = self._one(session, MemoryRow.id == memory_id, visible_to(principal))
+            row = self._one(session, col(MemoryRow.id) == memory_id, visible_to(principal))
             statement = (
                 sa.select(MemoryRow)
-                .where(MemoryRow.chain_id == row.chain_id, visible_to(principal))
-                .order_by(MemoryRow.version, MemoryRow.created_at)
+                .where(col(MemoryRow.chain_id) == row.chain_id, visible_to(principal))
+                .order_by(col(MemoryRow.version), col(MemoryRow.created_at))
             )
             return list(session.scalars(statement))
 
-    def list(
+    def page(
         self, principal: Principal, where: MemoryFilter, limit: int, cursor: str | None = None
     ) -> tuple[list[MemoryRow], str | None]:
         """One page newest first and the cursor of the next page (None on the last)."""
@@ -169,7 +169,7 @@ class MemoryStore:
                 statement = (
                     sa.select(MemoryRow)
                     .where(*clauses)
-                    .order_by(MemoryRow.keypath.is_(None), MemoryRow.keypath, *order(descending=False))
+                    .order_by(col(MemoryRow.keypath).is_(None), col(MemoryRow.keypath), *order(descending=False))
                     .limit(limit)
                 )
                 return [(row, 1.0) for row in session.scalars(statement)]
@@ -200,9 +200,9 @@ class MemoryStore:
 
     def _stamp(self, session: Session, head: MemoryRow, column: str, moment: datetime) -> None:
         """Set ``column`` (superseded_at or deleted_at) on the chain head, unless a racing writer did first."""
-        result = session.execute(
+        result: sa.CursorResult[Any] = session.execute(  # type: ignore[assignment]
             sa.update(MemoryRow)
-            .where(MemoryRow.pk == head.pk, current())
+            .where(col(MemoryRow.pk) == head.pk, current())
             .values({column: moment, "updated_at": moment})
             .execution_options(synchronize_session=False)
         )
@@ -218,7 +218,7 @@ class MemoryStore:
             self._stamp(session, head, "deleted_at", utcnow())
             session.execute(
                 sa.update(MemoryRow)
-                .where(MemoryRow.chain_id == head.chain_id, MemoryRow.idempotency_key.startswith(CONTENT_KEY_PREFIX))
+                .where(col(MemoryRow.chain_id) == head.chain_id, col(MemoryRow.idempotency_key).startswith(CONTENT_KEY_PREFIX))
                 .values(idempotency_key=None)
                 .execution_options(synchronize_session=False)
             )
@@ -236,7 +236,7 @@ class MemoryStore:
         with transaction(self._engine, write=True) as session:
             head = session.scalars(
                 sa.select(MemoryRow)
-                .where(owned_by(principal), MemoryRow.keypath == keypath, current())
+                .where(owned_by(principal), col(MemoryRow.keypath) == keypath, current())
                 .order_by(*order(descending=True))
             ).first()
             if head is None:
@@ -251,8 +251,8 @@ class MemoryStore:
         with transaction(self._engine) as session:
             statement = (
                 sa.select(MemoryRow)
-                .where(visible_to(principal), MemoryRow.keypath == keypath, current())
-                .order_by(sa.case((MemoryRow.user_id == principal.user_id, 0), else_=1), *order(descending=True))
+                .where(visible_to(principal), col(MemoryRow.keypath) == keypath, current())
+                .order_by(sa.case((col(MemoryRow.user_id) == principal.user_id, 0), else_=1), *order(descending=True))
             )
             row = session.scalars(statement).first()
         if row is None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import ColumnElement
 from sqlalchemy.engine import Connection
@@ -45,7 +45,7 @@ STOPWORDS = frozenset(
 # MySQL's, so a term we send is a term the index holds.
 _WORD = re.compile(r"[^\W_]+")
 
-Score = TypeVar("Score", float, ColumnElement[float])
+Score = TypeVar("Score", float, ColumnElement[Any])
 
 
 def query_terms(q: str) -> list[str]:

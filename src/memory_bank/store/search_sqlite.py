@@ -9,11 +9,12 @@ insert trigger fires.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import ColumnElement, func
 from sqlalchemy.engine import Connection
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from memory_bank.store.search import score
 from memory_bank.store.tables import MemoryRow
@@ -60,7 +61,7 @@ class SqliteSearch:
         connection.exec_driver_sql("INSERT INTO memory_fts(memory_fts) VALUES ('rebuild')")
 
     def has_tag(self, tag: str) -> ColumnElement[bool]:
-        values = func.json_each(MemoryRow.tags).table_valued("value")
+        values = func.json_each(col(MemoryRow.tags)).table_valued("value")
         return sa.exists().where(values.c.value == tag)
 
     def ranked(
@@ -72,22 +73,22 @@ class SqliteSearch:
         min_score: float,
     ) -> list[tuple[MemoryRow, float]]:
         # Each term's rowid set is an uncorrelated subquery, evaluated once per search.
-        matched = sum(
-            (sa.case((MemoryRow.pk.in_(sa.select(_fts.c.rowid).where(_matches(_phrase(t)))), 1), else_=0) for t in terms),
+        matched: ColumnElement[Any] = sum(
+            (sa.case((col(MemoryRow.pk).in_(sa.select(_fts.c.rowid).where(_matches(_phrase(t)))), 1), else_=0) for t in terms),
             start=sa.literal(0),
         )
-        relevance = -func.bm25(sa.literal_column("memory_fts"))
+        relevance: ColumnElement[Any] = -func.bm25(sa.literal_column("memory_fts"))
         hits = (
-            sa.select(MemoryRow.pk.label("pk"), score(matched, relevance, len(terms)).label("score"))
-            .select_from(_fts.join(MemoryRow, MemoryRow.pk == _fts.c.rowid))
+            sa.select(col(MemoryRow.pk).label("pk"), score(matched, relevance, len(terms)).label("score"))
+            .select_from(_fts.join(MemoryRow, col(MemoryRow.pk) == _fts.c.rowid))
             .where(_matches(" OR ".join(_phrase(t) for t in terms)), *where)
             .subquery()
         )
         statement = (
             sa.select(MemoryRow, hits.c.score)
-            .join(hits, MemoryRow.pk == hits.c.pk)
+            .join(hits, col(MemoryRow.pk) == hits.c.pk)
             .where(hits.c.score >= min_score)
-            .order_by(hits.c.score.desc(), MemoryRow.created_at.desc(), MemoryRow.pk.desc())
+            .order_by(hits.c.score.desc(), col(MemoryRow.created_at).desc(), col(MemoryRow.pk).desc())
             .limit(limit)
         )
         return [(row, float(s)) for row, s in session.execute(statement).all()]
