@@ -1,0 +1,80 @@
+"""Bearer authentication and permissions in front of every operation."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from memory_bank.security.tokens import TokenStore
+from memory_bank.store import open_database
+
+OPERATIONS = [
+    ("GET", "/v1/memory", None),
+    ("POST", "/v1/memory", {"content": "x"}),
+    ("GET", "/v1/memory/search?q=x", None),
+    ("GET", "/v1/memory/export", None),
+    ("GET", "/v1/memory/keypaths/a.b", None),
+    ("PUT", "/v1/memory/keypaths/a.b", {"content": "x"}),
+    ("GET", "/v1/memory/AAAAAAAAAAAAAAAAAAAAA", None),
+    ("PATCH", "/v1/memory/AAAAAAAAAAAAAAAAAAAAA", {"content": "x"}),
+    ("DELETE", "/v1/memory/AAAAAAAAAAAAAAAAAAAAA", None),
+    ("GET", "/v1/memory/AAAAAAAAAAAAAAAAAAAAA/history", None),
+    ("POST", "/v1/memory/AAAAAAAAAAAAAAAAAAAAA/feedback", {"feedback": "helpful"}),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), OPERATIONS)
+@pytest.mark.parametrize("authorization", [None, "Bearer mb_not-a-token", "Basic dXNlcjpwYXNz", "Bearer "])
+def test_missing_or_bad_token_is_401(client: TestClient, method, path, body, authorization) -> None:
+    headers = {"Authorization": authorization} if authorization else {}
+    response = client.request(method, path, json=body, headers=headers)
+    assert response.status_code == 401
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert response.json()["code"] == "unauthorized"
+    assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_import_without_token_is_401(client: TestClient) -> None:
+    response = client.post("/v1/memory/import", content="{}\n")
+    assert response.status_code == 401
+
+
+def test_revoked_token_is_401(client: TestClient, settings) -> None:
+    tokens = TokenStore(open_database(settings))
+    plaintext, record = tokens.create("acme", "ann", None, ["memory:read"])
+    headers = {"Authorization": f"Bearer {plaintext}"}
+    assert client.get("/v1/memory", headers=headers).status_code == 200
+    assert tokens.revoke(record.id)
+    assert client.get("/v1/memory", headers=headers).json()["code"] == "unauthorized"
+
+
+def test_scheme_is_case_insensitive(client: TestClient, make_token) -> None:
+    token = make_token("acme", "ann")
+    assert client.get("/v1/memory", headers={"Authorization": f"bearer {token}"}).status_code == 200
+
+
+def test_missing_permission_is_403(make_client) -> None:
+    reader = make_client("acme", "ann", perms=["memory:read"])
+    response = reader.post("/v1/memory", json={"content": "x"})
+    assert response.status_code == 403
+    assert response.json()["code"] == "permission_denied"
+    assert reader.post("/v1/memory/import", content="").status_code == 403
+    writer = make_client("acme", "ann", perms=["memory:write"])
+    assert writer.get("/v1/memory").status_code == 403
+
+
+def test_admin_implies_read_and_write(make_client) -> None:
+    admin = make_client("acme", "ann", perms=["memory:admin"])
+    assert admin.post("/v1/memory", json={"content": "x"}).status_code == 201
+    assert admin.get("/v1/memory").status_code == 200
+
+
+def test_tokens_are_stored_as_digests_only(settings) -> None:
+    tokens = TokenStore(open_database(settings))
+    plaintext, record = tokens.create("acme", "ann", "agent-1", ["memory:read"])
+    assert plaintext.startswith("mb_") and plaintext not in record.token_hash
+    assert tokens.verify(plaintext).agent_id == "agent-1"
+    assert tokens.verify(plaintext + "x") is None
+    assert tokens.count() == 1
+    with pytest.raises(ValueError):
+        tokens.create("acme", "ann", None, ["memory:root"])

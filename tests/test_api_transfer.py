@@ -1,0 +1,126 @@
+"""Export and import as JSON lines: round trips, repeat imports, all-or-nothing validation."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fastapi.testclient import TestClient
+
+from memory_bank.handlers import transfer
+
+KEPT = ("content", "tags", "contexts", "keypath", "version", "scope", "category", "source", "project_id", "agent_id")
+
+
+@pytest.fixture
+def ann(make_client) -> TestClient:
+    return make_client("acme", "ann", agent="claude")
+
+
+@pytest.fixture
+def history(ann: TestClient) -> list[dict]:
+    """A small account: a patched chain, a keypath with two values, a deleted memory."""
+    v1 = ann.post("/v1/memory", json={"content": "editor is vim", "tags": ["editor"], "contexts": [{"snippet": "s", "origin": "chat"}]}).json()
+    ann.patch(f"/v1/memory/{v1['id']}", json={"content": "editor is helix"})
+    ann.put("/v1/memory/keypaths/user.shell", json={"content": "bash", "project_id": "p"})
+    ann.put("/v1/memory/keypaths/user.shell", json={"content": "fish", "source": "conversation"})
+    gone = ann.post("/v1/memory", json={"content": "temporary"}).json()
+    ann.delete(f"/v1/memory/{gone['id']}")
+    return lines(ann)
+
+
+def lines(client: TestClient) -> list[dict]:
+    response = client.get("/v1/memory/export")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("application/x-ndjson")
+    return [json.loads(line) for line in response.text.splitlines()]
+
+
+def body(records: list[dict]) -> str:
+    return "".join(json.dumps(r) + "\n" for r in records)
+
+
+def chains(records: list[dict]) -> list[list[tuple]]:
+    """Each chain's versions (without ids or timestamps), found by following supersedes_id."""
+    by_parent = {r["supersedes_id"]: r for r in records if r["supersedes_id"]}
+    result = []
+    for root in (r for r in records if r["supersedes_id"] is None):
+        chain, node = [], root
+        while node:
+            chain.append(tuple(json.dumps(node[k]) for k in KEPT) + (node["deleted_at"] is None, node["superseded_at"] is None))
+            node = by_parent.get(node["id"])
+        result.append(chain)
+    return sorted(result)
+
+
+def test_export_covers_versions_and_tombstones_oldest_first(history: list[dict]) -> None:
+    assert len(history) == 5
+    assert [r["created_at"] for r in history] == sorted(r["created_at"] for r in history)
+    assert sum(r["deleted_at"] is not None for r in history) == 1
+    assert sum(r["superseded_at"] is not None for r in history) == 2
+
+
+def test_round_trip_into_another_org(history: list[dict], make_client) -> None:
+    other = make_client("globex", "gus", agent="claude")
+    result = other.post("/v1/memory/import", content=body(history))
+    assert result.status_code == 200 and result.json() == {"imported": 5, "skipped": 0}
+    exported = lines(other)
+    assert chains(exported) == chains(history)
+    assert {r["user_id"] for r in exported} == {"gus"}
+    assert other.get("/v1/memory/keypaths/user.shell").json()["content"] == "fish"
+    assert [h["memory"]["content"] for h in other.get("/v1/memory/search", params={"q": "editor"}).json()] == ["editor is helix"]
+    # The live chain's content key came along: saving the same words again is a replay.
+    assert other.post("/v1/memory", json={"content": "editor is vim"}).status_code == 200
+    assert other.post("/v1/memory", json={"content": "temporary"}).status_code == 201
+
+
+def test_ids_taken_by_another_owner_are_remapped(history: list[dict], make_client) -> None:
+    other = make_client("globex", "gus")
+    other.post("/v1/memory/import", content=body(history))
+    exported = lines(other)
+    assert not {r["id"] for r in exported} & {r["id"] for r in history}
+    ids = {r["id"] for r in exported}
+    assert all(r["supersedes_id"] in ids for r in exported if r["supersedes_id"])
+
+
+def test_repeat_import_skips_everything(ann: TestClient, history: list[dict]) -> None:
+    result = ann.post("/v1/memory/import", content=body(history))
+    assert result.json() == {"imported": 0, "skipped": 5}
+    assert lines(ann) == history
+
+
+def test_one_bad_line_writes_nothing(history: list[dict], make_client) -> None:
+    other = make_client("globex", "gus")
+    broken = body(history).splitlines()
+    broken.insert(1, "{not json")
+    broken[3] = json.dumps({**json.loads(broken[3]), "content": "x" * 8001})
+    response = other.post("/v1/memory/import", content="\n".join(broken))
+    assert response.status_code == 422
+    problem = response.json()
+    assert problem["code"] == "invalid_params"
+    assert [e["field"] for e in problem["errors"]] == ["/body/line/2", "/body/line/4"]
+    assert lines(other) == []
+
+
+@pytest.mark.parametrize(
+    ("mutate", "rule"),
+    [
+        (lambda rs: rs + [rs[0]], "unique"),
+        (lambda rs: [{**rs[0], "supersedes_id": "ZZZZZZZZZZZZZZZZZZZZZ"}, *rs[1:]], "link"),
+        (lambda rs: [{**rs[0], "supersedes_id": rs[1]["id"]}, *rs[1:]], "cycle"),
+        (lambda rs: rs + [{**rs[1], "id": "YYYYYYYYYYYYYYYYYYYYY"}], "fork"),
+    ],
+)
+def test_broken_links_write_nothing(history: list[dict], make_client, mutate, rule) -> None:
+    other = make_client("globex", "gus")
+    response = other.post("/v1/memory/import", content=body(mutate(history)))
+    assert response.status_code == 422
+    assert rule in {e["rule"] for e in response.json()["errors"]}
+    assert lines(other) == []
+
+
+def test_import_bounds(ann: TestClient, monkeypatch) -> None:
+    monkeypatch.setattr(transfer, "MAX_IMPORT_LINES", 2)
+    response = ann.post("/v1/memory/import", content="\n\n\n")
+    assert response.status_code == 413 and response.json()["code"] == "payload_too_large"
+    assert ann.post("/v1/memory/import", content="").json() == {"imported": 0, "skipped": 0}
