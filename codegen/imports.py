@@ -8,9 +8,14 @@ import re
 ImportGroups = tuple[dict[str, tuple[str, ...]], ...]
 
 
-def import_block(body: str, groups: ImportGroups) -> str:
-    """``from m import a, b`` lines for the names ``body`` mentions, one blank line between groups."""
-    blocks = ["from __future__ import annotations"]
+def import_block(body: str, groups: ImportGroups, *, postponed_annotations: bool = True) -> str:
+    """``from m import a, b`` lines for the names ``body`` mentions, one blank line between groups.
+
+    FastAPI reads route signatures at runtime, and a postponed annotation naming a
+    closure variable (``Depends(authorize(...))``) cannot be resolved later, so route
+    modules opt out of ``from __future__ import annotations``.
+    """
+    blocks = ["from __future__ import annotations"] if postponed_annotations else []
     for group in groups:
         lines = []
         for module, names in group.items():

@@ -43,7 +43,7 @@ def render_routes(operations: list[Operation], spec: dict[str, Any]) -> str:
         + routes
         + "\n\n    return router\n"
     )
-    return import_block(body, _imports(interface)) + "\n\n" + body
+    return import_block(body, _imports(interface), postponed_annotations=False) + "\n\n" + body
 
 
 def _match_order(op: Operation) -> list[tuple[int, str]]:

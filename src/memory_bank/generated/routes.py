@@ -2,8 +2,6 @@
 # spec sha256: 2efc9573c8f456f26ec745d50e50128588ba7551483235dd31ed0fa9ef84fe3a
 # Edit the spec and run `regenerate-tools`; CI fails when this file drifts.
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request
