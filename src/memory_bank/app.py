@@ -16,9 +16,15 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
 from memory_bank import __version__
+from memory_bank.capabilities.execute import Executor
+from memory_bank.capabilities.registry import CapabilityRegistry
+from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.generated.routes import build_router
 from memory_bank.generated.spec import SPEC
 from memory_bank.handlers import MemoryHandlers
+from memory_bank.handlers.capabilities import CapabilityHandlers
+from memory_bank.mcp.http import McpHttp
+from memory_bank.mcp.tools import Toolbox
 from memory_bank.middleware import RequestIdMiddleware
 from memory_bank.problems import install_problem_handlers
 from memory_bank.security.authorize import make_authorize
@@ -28,15 +34,25 @@ from memory_bank.store.database import open_database
 from memory_bank.store.memories import MemoryStore
 
 
+class AppHandlers(MemoryHandlers, CapabilityHandlers):
+    """The whole generated ``MemoryBankApi``: the memory operations and the capability search."""
+
+    def __init__(self, store: MemoryStore, registry: CapabilityRegistry) -> None:
+        MemoryHandlers.__init__(self, store)
+        CapabilityHandlers.__init__(self, registry)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     engine = open_database(settings)
     tokens = TokenStore(engine)
-    handlers = MemoryHandlers(MemoryStore(engine))
+    registry = CapabilityRegistry(CAPABILITIES)
+    handlers = AppHandlers(MemoryStore(engine), registry)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
+        async with mcp_http.running():
+            yield
         engine.dispose()
 
     app = FastAPI(
@@ -52,6 +68,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.tokens = tokens
     app.add_middleware(RequestIdMiddleware)
     install_problem_handlers(app)
+    # MCP calls are dispatched back into this same app, so they meet the REST path.
+    toolbox = Toolbox(registry, Executor(registry, app), settings.mcp_tools)
+    app.state.mcp_toolbox = toolbox
+    mcp_http = McpHttp(toolbox, tokens, settings.public_url)
+    mcp_http.install(app)
     app.include_router(build_router(handlers, make_authorize(tokens)))
 
     @app.get("/openapi.json", include_in_schema=False)

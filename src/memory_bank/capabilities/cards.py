@@ -1,0 +1,54 @@
+"""Compact capability cards: what an agent reads to pick a tool.
+
+A full input schema costs hundreds of tokens per operation; an agent choosing among
+many needs only the name, a one-line summary, the permission and which arguments
+it cannot leave out. The schema is added on request, for the one it picks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from memory_bank.generated import models
+
+Capability = Mapping[str, Any]
+
+#: A sentence ends at ., ! or ? followed by whitespace (so `v1.2` and `e.g.x` stay whole).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+def summary(capability: Capability) -> str:
+    """The description's first sentence, on one line; the title when there is no description."""
+    text = " ".join(str(capability.get("description") or "").split())
+    return _SENTENCE_END.split(text, maxsplit=1)[0] if text else str(capability.get("title") or "")
+
+
+def required_arguments(input_schema: Mapping[str, Any]) -> list[str]:
+    """``["path.memory_id", "body.content"]``: the arguments a call cannot leave out.
+
+    A required group with no required member of its own (a PATCH body where any
+    field will do) is named by itself, e.g. ``body``.
+    """
+    groups = input_schema.get("properties") or {}
+    names: list[str] = []
+    for group in input_schema.get("required") or ():
+        members = (groups.get(group) or {}).get("required") or ()
+        names += [f"{group}.{member}" for member in members] or [group]
+    return names
+
+
+def card(capability: Capability, score: float | None, *, include_schema: bool = False) -> models.CapabilityCard:
+    """One capability as a card; ``score`` is None when it was listed rather than ranked."""
+    policy = capability["policy"]
+    return models.CapabilityCard(
+        name=capability["name"],
+        title=capability["title"],
+        summary=summary(capability),
+        category=policy["category"],
+        permission=policy["permission"],
+        score=None if score is None else round(score, 4),
+        required=required_arguments(capability["inputSchema"]),
+        inputSchema=dict(capability["inputSchema"]) if include_schema else None,
+    )

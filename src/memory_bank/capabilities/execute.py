@@ -1,0 +1,271 @@
+"""Execute a capability: check the arguments, then call the app itself, in process.
+
+An MCP call must be a REST call, not a second implementation: after the arguments
+pass the capability's advertised ``inputSchema`` they become an HTTP request that is
+dispatched into the same ASGI app (``httpx.ASGITransport``, no socket) with the
+caller's own bearer token. Authentication, permissions, rate limits, audit,
+validation, handlers and error mapping are therefore exactly the REST ones, and a
+failure comes back as the same problem document, whose ``code`` the tool result
+carries.
+
+The schema check here is not a second validator of record: it exists so a failure
+names the argument as the agent sent it (``/body/tags/3``), with the JSON Schema
+keyword it broke and the type it got, before anything is dispatched.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+from jsonschema import Draft202012Validator, ValidationError
+from starlette.types import ASGIApp
+
+from memory_bank.capabilities.registry import CapabilityRegistry
+from memory_bank.errors import ApiError, ErrorCode, FieldError
+from memory_bank.generated.spec import SPEC
+from memory_bank.problems import STATUS_CODES, json_pointer, validation_error
+from memory_bank.runtime import Principal
+
+__all__ = ["Caller", "Executor", "Outcome", "schema_failures", "is_wrapped"]
+
+Capability = Mapping[str, Any]
+
+#: Argument groups as the catalog's inputSchema lays them out.
+GROUPS = ("path", "query", "header", "body")
+
+#: Where in-process requests are addressed; never resolved, never leaves the process.
+INTERNAL_BASE_URL = "http://memory-bank.internal"
+
+#: How a broken keyword reads in a message; ``{}`` is the schema's bound.
+_PHRASES: dict[str, str] = {
+    "type": "must be of type {}",
+    "enum": "must be one of {}",
+    "const": "must be {}",
+    "pattern": "must match the pattern {}",
+    "minLength": "must be at least {} characters",
+    "maxLength": "must be at most {} characters",
+    "minItems": "must have at least {} items",
+    "maxItems": "must have at most {} items",
+    "minProperties": "must have at least {} fields",
+    "maxProperties": "must have at most {} fields",
+    "minimum": "must be >= {}",
+    "maximum": "must be <= {}",
+    "exclusiveMinimum": "must be > {}",
+    "exclusiveMaximum": "must be < {}",
+    "multipleOf": "must be a multiple of {}",
+    "uniqueItems": "must not repeat items",
+}
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who a tool call acts for.
+
+    ``token`` is forwarded into the app so the REST layer authenticates the call
+    itself (a token revoked mid-session stops working at once); ``principal`` is what
+    that token resolved to when the MCP request arrived, used only to decide which
+    tools to show.
+    """
+
+    token: str
+    principal: Principal
+    request_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A tool call's result, independent of the MCP transport that renders it.
+
+    ``structured`` is the JSON object (the operation's result, or on failure the
+    problem document with its ``code``); ``text`` is the copy for clients that read
+    only text content.
+    """
+
+    structured: dict[str, Any] | None
+    text: str
+    is_error: bool = False
+
+    @classmethod
+    def failure(cls, error: ApiError) -> Outcome:
+        return cls.of_problem(error.problem())
+
+    @classmethod
+    def of_problem(cls, problem: dict[str, Any]) -> Outcome:
+        return cls(problem, json.dumps(problem, ensure_ascii=False), is_error=True)
+
+
+def _json_type(value: Any) -> str:
+    """The JSON type of ``value`` with its size where a size bound could be the issue."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return f"string of {len(value)} characters"
+    if isinstance(value, list):
+        return f"array of {len(value)} items"
+    return f"object with {len(value)} fields"
+
+
+def _field_errors(error: ValidationError) -> list[FieldError]:
+    """One jsonschema error as pointers to the arguments at fault.
+
+    ``required`` and ``additionalProperties`` fail on the parent object; they are
+    reported at the missing or unexpected member, as REST reports them.
+    """
+    where, rule, value = list(error.absolute_path), str(error.validator), error.instance
+    if rule == "required" and isinstance(value, dict):
+        missing = [name for name in error.validator_value if name not in value]
+        return [FieldError(json_pointer([*where, name]), rule, "is required but missing") for name in missing]
+    if rule == "additionalProperties" and isinstance(value, dict) and "patternProperties" not in error.schema:
+        known = error.schema.get("properties") or {}
+        return [
+            FieldError(json_pointer([*where, name]), rule, f"is not a known argument (got {_json_type(value[name])})")
+            for name in value
+            if name not in known
+        ]
+    phrase = _PHRASES.get(rule, "fails " + rule).format(json.dumps(error.validator_value))
+    return [FieldError(json_pointer(where), rule, f"{phrase}; got {_json_type(value)}")]
+
+
+def schema_failures(validator: Draft202012Validator, instance: Any) -> list[FieldError]:
+    """Every way ``instance`` breaks the schema, in argument order, each reported once."""
+    found: dict[tuple[str, str], FieldError] = {}
+    for error in sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path]):
+        for failure in _field_errors(error):
+            found.setdefault((failure.field, failure.rule), failure)
+    return list(found.values())
+
+
+def is_wrapped(output_schema: Mapping[str, Any] | None) -> bool:
+    """Whether the catalog wrapped a non-object result as ``{"result": ...}``.
+
+    MCP's structured content is an object, so the catalog builder puts any other
+    result type under ``result``; this recognises exactly that shape (an object with
+    the single required ``result`` whose own type is not object).
+    """
+    if not output_schema or set(output_schema) - {"type", "properties", "required", "$defs"}:
+        return False
+    properties = output_schema.get("properties") or {}
+    return (
+        output_schema.get("type") == "object"
+        and list(properties) == ["result"]
+        and output_schema.get("required") == ["result"]
+        and properties["result"].get("type") != "object"
+    )
+
+
+def _decode_groups(arguments: Mapping[str, Any], input_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Parse groups sent as JSON text (``"body": "{\\"content\\": ...}"``), as many clients do.
+
+    Only where the schema wants something other than a string, and only when the
+    text parses; anything else is left for the schema check to name.
+    """
+    decoded = dict(arguments)
+    properties = input_schema.get("properties") or {}
+    for group in GROUPS:
+        value = decoded.get(group)
+        if isinstance(value, str) and (properties.get(group) or {}).get("type") != "string":
+            try:
+                decoded[group] = json.loads(value)
+            except ValueError:
+                pass
+    return decoded
+
+
+def _text(value: Any) -> str:
+    """A path, query or header value as it goes on the wire (JSON spelling for non-strings)."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _route_of(operation_id: str) -> tuple[str, str]:
+    """``(METHOD, path)`` of an operation in the served spec."""
+    for path, item in SPEC["paths"].items():
+        for method, operation in item.items():
+            if isinstance(operation, dict) and operation.get("operationId") == operation_id:
+                return method.upper(), path
+    raise LookupError(f"{operation_id} is not in the spec")
+
+
+class Executor:
+    """Runs the two meta-tools' calls (and direct tools) against one app."""
+
+    def __init__(self, registry: CapabilityRegistry, app: ASGIApp) -> None:
+        self._registry = registry
+        self._validators = {c["name"]: Draft202012Validator(dict(c["inputSchema"])) for c in registry}
+        # raise_app_exceptions=False: an unexpected failure must come back as the
+        # app's own 500 problem document, not as an exception with a stack trace.
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        self._client = httpx.AsyncClient(transport=transport, base_url=INTERNAL_BASE_URL)
+        self._search_route = _route_of("searchCapabilities")
+
+    async def execute(self, name: str, arguments: Mapping[str, Any], caller: Caller) -> Outcome:
+        """Validate ``arguments`` against capability ``name`` and run it as ``caller``."""
+        capability = self._registry.get(name)
+        if capability is None:
+            return Outcome.failure(
+                ApiError(ErrorCode.not_found, f"no capability is named {name!r}; search_capabilities lists them")
+            )
+        decoded = _decode_groups(arguments, capability["inputSchema"])
+        failures = schema_failures(self._validators[name], decoded)
+        if failures:
+            return Outcome.failure(validation_error(failures))
+        route = (capability["method"], capability["path"])
+        return await self._dispatch(route, decoded, capability.get("outputSchema"), caller)
+
+    async def search(self, query: Mapping[str, Any], caller: Caller) -> Outcome:
+        """``GET /v1/capabilities`` with these query parameters: the REST search, as ``caller``."""
+        return await self._dispatch(self._search_route, {"query": query}, None, caller)
+
+    async def _dispatch(
+        self,
+        route: tuple[str, str],
+        arguments: Mapping[str, Any],
+        output_schema: Mapping[str, Any] | None,
+        caller: Caller,
+    ) -> Outcome:
+        method, path = route
+        for name, value in (arguments.get("path") or {}).items():
+            path = path.replace("{" + name + "}", quote(_text(value), safe=""))
+        params: list[tuple[str, str]] = []
+        for name, value in (arguments.get("query") or {}).items():
+            values: Sequence[Any] = value if isinstance(value, list) else [value]
+            params += [(name, _text(v)) for v in values if v is not None]
+        headers = {name: _text(value) for name, value in (arguments.get("header") or {}).items()}
+        headers["Authorization"] = f"Bearer {caller.token}"
+        if caller.request_id:
+            headers["X-Request-ID"] = caller.request_id
+        response = await self._client.request(
+            method,
+            path,
+            params=params,
+            headers=headers,
+            json=arguments["body"] if "body" in arguments else None,
+        )
+        return _outcome(response, output_schema)
+
+
+def _outcome(response: httpx.Response, output_schema: Mapping[str, Any] | None) -> Outcome:
+    """The REST response as a tool result: its JSON on success, its problem's code on failure."""
+    is_json = response.headers.get("content-type", "").split(";")[0].strip().endswith("json")
+    body = response.json() if is_json and response.content else None
+    if response.is_error:
+        code = body.get("code") if isinstance(body, dict) else None
+        if code not in ErrorCode.__members__:
+            fallback = STATUS_CODES.get(response.status_code, ErrorCode.backend_error)
+            return Outcome.failure(ApiError(fallback, f"the operation failed with HTTP {response.status_code}"))
+        return Outcome.of_problem(body)
+    if not is_json:
+        return Outcome(None, response.text or f"Done (HTTP {response.status_code}, no content).")
+    structured = {"result": body} if is_wrapped(output_schema) else body
+    text = json.dumps(body, ensure_ascii=False)
+    return Outcome(structured if isinstance(structured, dict) else None, text)

@@ -1,0 +1,75 @@
+"""The registry: every exposed capability, found by name or by what it does.
+
+One registry serves the ``search_capabilities`` meta-tool, ``GET /v1/capabilities``,
+``execute_capability`` (lookup and schema) and the direct MCP tools, so an agent
+can call exactly what it was shown and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from memory_bank.capabilities.cards import card
+from memory_bank.capabilities.search import CapabilitySearch
+from memory_bank.generated import models
+
+Capability = Mapping[str, Any]
+
+#: ``allows(permission)``: whether the caller may use an operation needing it.
+Allows = Callable[[str], bool]
+
+
+class CapabilityRegistry:
+    """An immutable set of capabilities (names unique, as the catalog guarantees)."""
+
+    def __init__(self, capabilities: Sequence[Capability]) -> None:
+        self._capabilities = list(capabilities)
+        self._by_name = {capability["name"]: capability for capability in self._capabilities}
+        if len(self._by_name) != len(self._capabilities):
+            raise ValueError("capability names must be unique")
+        self._search = CapabilitySearch(self._capabilities)
+
+    def __iter__(self) -> Iterator[Capability]:
+        return iter(self._capabilities)
+
+    def __len__(self) -> int:
+        return len(self._capabilities)
+
+    def get(self, name: str) -> Capability | None:
+        return self._by_name.get(name)
+
+    def allowed(self, allows: Allows) -> list[Capability]:
+        """The capabilities a caller with these permissions may use, in catalog order."""
+        return [c for c in self._capabilities if allows(c["policy"]["permission"])]
+
+    def search(
+        self,
+        query: str,
+        *,
+        allows: Allows,
+        limit: int = 5,
+        category: str | None = None,
+        include_schema: bool = False,
+    ) -> models.CapabilitySearchResult:
+        """The best ``limit`` cards for ``query`` among what the caller may use.
+
+        A blank query lists every allowed capability ordered by category (``limit``
+        does not apply: browsing wants the whole menu). ``category`` matches
+        case-insensitively. Capabilities the caller may not use are filtered before
+        ranking, so they neither appear nor take a place in the top ``limit``.
+        """
+        wanted = category.casefold() if category else None
+
+        def accept(capability: Capability) -> bool:
+            policy = capability["policy"]
+            return allows(policy["permission"]) and (wanted is None or policy["category"].casefold() == wanted)
+
+        total = len(self.allowed(allows))
+        if not query.strip():
+            listed = sorted((c for c in self._capabilities if accept(c)), key=lambda c: c["policy"]["category"])
+            cards = [card(c, None, include_schema=include_schema) for c in listed]
+        else:
+            matches = self._search.search(query, limit=limit, accept=accept)
+            cards = [card(m.capability, m.score, include_schema=include_schema) for m in matches]
+        return models.CapabilitySearchResult(total=total, results=cards)

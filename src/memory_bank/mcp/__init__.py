@@ -1,0 +1,1 @@
+"""The MCP server: tool wiring (``tools``, ``server``) and its transports (``http``, ``stdio``)."""

@@ -1,0 +1,61 @@
+"""The low-level MCP ``Server`` over a ``Toolbox``, for any transport.
+
+The low-level server (not FastMCP) is used so the catalog's JSON Schemas are served
+byte for byte as the spec produced them, with no re-derivation from Python types.
+Who is calling is a transport matter, so the transport passes ``caller_of``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+
+from memory_bank import __version__
+from memory_bank.capabilities.execute import Caller, Outcome
+from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.mcp.tools import Toolbox, UnknownTool
+
+log = logging.getLogger(__name__)
+
+#: How the transport says who sent a request.
+CallerOf = Callable[[ServerRequestContext[Any, Any]], Caller]
+
+INSTRUCTIONS = (
+    "Memory Bank keeps what you learn across sessions. Find an operation with search_capabilities "
+    "(e.g. 'save a memory', 'search my memories'), then run it with execute_capability."
+)
+
+
+def build_server(toolbox: Toolbox, caller_of: CallerOf) -> Server[Any]:
+    async def list_tools(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=toolbox.list(caller_of(ctx)))
+
+    async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            outcome = await toolbox.call(params.name, params.arguments or {}, caller_of(ctx))
+        except UnknownTool:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}") from None
+        except Exception:
+            # A bug must reach the agent as a code it understands, never as a trace.
+            log.exception("tool %s failed unexpectedly", params.name)
+            outcome = Outcome.failure(ApiError(ErrorCode.backend_error, "unexpected server error"))
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=outcome.text)],
+            structured_content=outcome.structured,
+            is_error=outcome.is_error,
+        )
+
+    return Server(
+        "memory-bank",
+        version=__version__,
+        title="Memory Bank",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
