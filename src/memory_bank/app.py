@@ -26,6 +26,7 @@ from memory_bank.handlers.capabilities import CapabilityHandlers
 from memory_bank.mcp.http import McpHttp
 from memory_bank.mcp.tools import Toolbox
 from memory_bank.middleware import RequestIdMiddleware
+from memory_bank.observability.wiring import Operations
 from memory_bank.problems import install_problem_handlers
 from memory_bank.security.authorize import make_authorize
 from memory_bank.security.tokens import TokenStore
@@ -46,13 +47,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     engine = open_database(settings)
     tokens = TokenStore(engine)
+    operations = Operations.build(settings, engine)
     registry = CapabilityRegistry(CAPABILITIES)
     handlers = AppHandlers(MemoryStore(engine), registry)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with mcp_http.running():
-            yield
+        with operations.running():
+            async with mcp_http.running():
+                yield
         engine.dispose()
 
     app = FastAPI(
@@ -66,6 +69,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.tokens = tokens
+    operations.install(app)
     app.add_middleware(RequestIdMiddleware)
     install_problem_handlers(app)
     # MCP calls are dispatched back into this same app, so they meet the REST path.
@@ -73,7 +77,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.mcp_toolbox = toolbox
     mcp_http = McpHttp(toolbox, tokens, settings.public_url)
     mcp_http.install(app)
-    app.include_router(build_router(handlers, make_authorize(tokens)))
+    app.include_router(build_router(handlers, make_authorize(tokens, operations.limiter)))
 
     @app.get("/openapi.json", include_in_schema=False)
     async def openapi_document() -> JSONResponse:

@@ -1,11 +1,11 @@
 """The ``Authorize`` dependency the generated routes call before anything else.
 
-``make_authorize(tokens)("memory:write")`` is a FastAPI dependency: it resolves the
-bearer token to a ``Principal``, checks the permission the operation's
-``x-capability`` names, leaves the principal on ``request.state.principal`` (for
-logging and audit) and returns it. Per-org rate limiting and the audit event belong
-in ``_admit`` once the principal is known: that is the one place every REST and MCP
-call passes through.
+``make_authorize(tokens, limiter)("memory:write")`` is a FastAPI dependency: it resolves
+the bearer token to a ``Principal``, leaves it on ``request.state.principal`` (for
+logging and audit), counts the call against the org's rate limit, checks the
+permission the operation's ``x-capability`` names and returns the principal: the one
+place every REST and MCP call passes through. The audit event is written around
+the call by ``observability.calls``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from memory_bank.errors import ApiError, ErrorCode
 from memory_bank.runtime import Authorize
 from memory_bank.security.principal import Principal
+from memory_bank.security.rate_limit import RateLimiter
 from memory_bank.security.tokens import TokenStore
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="memory-bank"'}
@@ -30,7 +31,7 @@ def bearer_token(request: Request) -> str | None:
     return token if scheme.lower() == "bearer" and token else None
 
 
-def make_authorize(tokens: TokenStore) -> Authorize:
+def make_authorize(tokens: TokenStore, limiter: RateLimiter) -> Authorize:
     async def authenticate(request: Request) -> Principal:
         token = bearer_token(request)
         if token is None:
@@ -44,6 +45,7 @@ def make_authorize(tokens: TokenStore) -> Authorize:
         async def _admit(request: Request) -> Principal:
             principal = await authenticate(request)
             request.state.principal = principal
+            await limiter.admit(principal.org_id)
             if not principal.allows(permission):
                 raise ApiError(ErrorCode.permission_denied, f"this token lacks the {permission} permission")
             return principal

@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, SQLModel
 
 from memory_bank.settings import Settings
-from memory_bank.store import tables  # noqa: F401  (registers the tables on SQLModel.metadata)
+from memory_bank.store import agents_table, audit_table, tables  # noqa: F401  (registers the tables on SQLModel.metadata)
 from memory_bank.store.search import SearchBackend
 from memory_bank.store.search_sqlite import SqliteSearch
 

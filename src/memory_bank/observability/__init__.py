@@ -1,0 +1,1 @@
+"""What operators watch: Prometheus metrics, readiness probes, per-call observation."""

@@ -1,0 +1,69 @@
+"""The app's Prometheus series, on a registry of its own.
+
+Each ``create_app`` gets a fresh ``CollectorRegistry`` instead of the process-global
+one: tests build many apps in one process, and two apps registering the same series
+on the global registry would collide. Labels are bounded (operationId, HTTP status,
+limiter outcome), never org or user ids, so cardinality stays fixed as tenants grow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from starlette.responses import Response
+
+#: Request latency buckets (seconds): sub-millisecond cache hits up to slow full-text scans.
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "memory_bank_requests",
+            "HTTP requests served, by operationId (or route path) and status code.",
+            ["operation", "code"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "memory_bank_request_duration_seconds",
+            "Time from request start to the last response byte, by operation.",
+            ["operation"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.rate_limited = Counter(
+            "memory_bank_rate_limit_rejections",
+            "Requests refused with rate_limited because the org's minute budget was spent.",
+            registry=self.registry,
+        )
+        self.limiter_failures = Counter(
+            "memory_bank_rate_limiter_failures",
+            "Limiter backend errors, by what the request got: let through (open) or refused (closed).",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.audit_dropped = Counter(
+            "memory_bank_audit_events_dropped",
+            "Audit events lost because the queue was full or the sink failed, by reason.",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.audit_queue_depth = Gauge(
+            "memory_bank_audit_queue_depth",
+            "Audit events waiting to be written.",
+            registry=self.registry,
+        )
+
+    def observe_request(self, operation: str, status: int, seconds: float) -> None:
+        self.requests.labels(operation, str(status)).inc()
+        self.latency.labels(operation).observe(seconds)
+
+    def watch_audit_queue(self, depth: Callable[[], int]) -> None:
+        """Read the queue depth at scrape time rather than tracking every put and get."""
+        self.audit_queue_depth.set_function(depth)
+
+    def exposition(self) -> Response:
+        """The ``/metrics`` response in the Prometheus text format."""
+        return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
