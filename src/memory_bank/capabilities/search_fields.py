@@ -12,6 +12,8 @@ The weights are set once from what each field IS, not fitted to any query set:
 * ``returns``: property names and descriptions of the response body, what the
   operation gives back; requests name it ("the calories of an apple", "its elevation"):
   0.5, as it is long and partly generic (ids, timestamps).
+* ``phrases``: adjacent word pairs of name, title, description and path, matched
+  against the request's own pairs, so order counts when the words are the same: 1.
 * ``verbs``: the HTTP method's meaning (RFC 9110) in the words people use for it, so
   "delete"/"remove" or "create"/"add" reach the operation even when its name does not
   say so: 0.5, enough to break ties between operations on the same resource.
@@ -25,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from memory_bank.capabilities.text import terms
+from memory_bank.capabilities.text import phrases, terms
 
 __all__ = ["FIELD_WEIGHTS", "api_terms", "fields"]
 
@@ -38,6 +40,7 @@ FIELD_WEIGHTS: Mapping[str, float] = {
     "params": 1.0,
     "param_text": 0.5,
     "returns": 0.5,
+    "phrases": 1.0,
     "verbs": 0.5,
 }
 
@@ -108,27 +111,30 @@ def fields(capability: Mapping[str, Any]) -> dict[str, list[str]]:
     description = _text(capability.get("description")).strip()
     arguments = list(_arguments(capability))
     output = capability.get("outputSchema") if isinstance(capability.get("outputSchema"), Mapping) else {}
-    return {
+    prose = {
         "name": terms(_text(capability.get("name"))),
         "title": terms(title),
         "path": terms(_literal_path(_text(capability.get("path")))),
-        "tags": terms(" ".join(t for t in capability.get("tags") or () if isinstance(t, str))),
         "description": terms(description) if description != title else [],
+    }
+    return prose | {
+        "tags": terms(" ".join(t for t in capability.get("tags") or () if isinstance(t, str))),
         "params": terms(" ".join(name for name, _ in arguments)),
         "param_text": terms(" ".join(text for _, text in arguments)),
         "returns": terms(" ".join(_schema_words(output, output.get("$defs") or {}))),
+        "phrases": [pair for words in prose.values() for pair in phrases(words)],
         "verbs": terms(METHOD_VERBS.get(_text(capability.get("method")).upper(), "")),
     }
 
 
 def api_terms(capability: Mapping[str, Any]) -> list[str]:
-    """The words that tell which API a capability belongs to: its source's name, its tags and title.
+    """The words that tell which API a capability belongs to: its source's name, title,
+    tags and description.
 
-    Gathered over all capabilities of one source, they describe the API as a whole
-    (e.g. every FruityVice operation talks about fruit), which routes a request to the
-    right API before the operation's own fields pick the operation.
+    Pooled over all capabilities of one source they describe the API as a whole (every
+    FruityVice operation talks about fruit), which routes a request to the right API
+    before the operation's own fields pick the operation.
     """
-    source = _text(capability.get("source"))
-    return terms(source.rsplit("/", 1)[-1].rsplit(".", 1)[0]) + terms(
-        " ".join([_text(capability.get("title")), *(t for t in capability.get("tags") or () if isinstance(t, str))])
-    )
+    source = _text(capability.get("source")).rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    tags = (t for t in capability.get("tags") or () if isinstance(t, str))
+    return terms(" ".join([source, _text(capability.get("title")), *tags, _text(capability.get("description"))]))

@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import snowballstemmer
 
-__all__ = ["STOPWORDS", "split_words", "stem", "terms"]
+__all__ = ["STOPWORDS", "phrases", "split_words", "stem", "terms"]
 
 #: Runs of letters or digits; everything else (``/``, ``_``, ``{``, ``.``, ``-``) separates.
 _RUN = re.compile(r"[^\W\d_]+|\d+")
@@ -68,3 +68,13 @@ def stem(word: str) -> str:
 def terms(text: str) -> list[str]:
     """The search terms of ``text``: its words, without stopwords, stemmed."""
     return [stem(w) for w in split_words(text) if w not in STOPWORDS]
+
+
+def phrases(words: list[str]) -> list[str]:
+    """Adjacent pairs of terms, ``["public", "holiday"]`` -> ``["public_holiday"]``.
+
+    Indexed beside the single terms so that word order counts a little: "next public
+    holidays" matches ``NextPublicHolidays`` better than ``PublicHolidaysNext`` would
+    (the sequential-dependence idea of Metzler & Croft, 2005, reduced to bigrams).
+    """
+    return [f"{a}_{b}" for a, b in zip(words, words[1:])]
