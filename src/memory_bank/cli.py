@@ -73,3 +73,17 @@ def token_create(
         raise typer.Exit(2) from None
     typer.echo(plaintext)
     _stderr.print("Store it now: only its sha256 is kept. Send it as 'Authorization: Bearer <token>'.", style="dim")
+
+
+@app.command()
+def mcp() -> None:
+    """Serve MCP over stdio as MEMORY_BANK_TOKEN (needs MEMORY_BANK_MCP_ALLOW_STDIO=true; never in production)."""
+    import anyio
+
+    from memory_bank.mcp.stdio import StdioRefused, serve_stdio
+
+    try:
+        anyio.run(serve_stdio, get_settings())
+    except StdioRefused as exc:
+        _stderr.print(f"[red]memory-bank mcp: {exc}[/]")
+        raise typer.Exit(2) from None
