@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import col
 
+from memory_bank.security.agents import register_for_token
 from memory_bank.security.principal import Principal
 from memory_bank.store.columns import utcnow
 from memory_bank.store.database import transaction
@@ -46,6 +47,7 @@ class TokenStore:
             token_hash=_digest(plaintext), org_id=org_id, user_id=user_id, agent_id=agent_id, permissions=granted
         )
         with transaction(self._engine, write=True) as session:
+            register_for_token(session, org_id, agent_id)
             session.add(row)
         return plaintext, row
 

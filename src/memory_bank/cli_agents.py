@@ -1,0 +1,59 @@
+"""``memory-bank agent ...``: register, list and deactivate the agents of an org.
+
+Same output discipline as the rest of the CLI: what a script captures (an agent id,
+the list) goes to stdout, confirmations and errors to stderr.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from memory_bank.security.agents import AgentStore
+from memory_bank.settings import get_settings
+from memory_bank.store.database import open_database
+
+agent_app = typer.Typer(help="Agents: who writes on a user's behalf.", no_args_is_help=True)
+
+_stderr = Console(stderr=True, soft_wrap=True)
+
+
+def _agents() -> AgentStore:
+    return AgentStore(open_database(get_settings()))
+
+
+@agent_app.command("create")
+def agent_create(
+    org: Annotated[str, typer.Option(help="Organisation the agent belongs to.")],
+    name: Annotated[str, typer.Option(help="A readable name, e.g. the host or the tool.")],
+) -> None:
+    """Register an active agent and print its id alone on stdout."""
+    typer.echo(_agents().create(org, name).id)
+    _stderr.print("Writes name it with agent_id, or bind a token to it: token create --agent <id>.", style="dim")
+
+
+@agent_app.command("deactivate")
+def agent_deactivate(
+    agent_id: Annotated[str, typer.Argument(help="The agent's id.", metavar="ID")],
+    org: Annotated[str | None, typer.Option(help="Its organisation; needed when the id exists in several.")] = None,
+) -> None:
+    """Refuse every further write by this agent (its memories stay)."""
+    matched = _agents().deactivate(agent_id, org)
+    if not matched:
+        _stderr.print(f"[red]no agent {agent_id!r}{f' in org {org!r}' if org else ''}[/]")
+        raise typer.Exit(1)
+    if len(matched) > 1:
+        orgs = ", ".join(sorted(row.org_id for row in matched))
+        _stderr.print(f"[red]agent {agent_id!r} exists in several orgs ({orgs}); pass --org[/]")
+        raise typer.Exit(2)
+    _stderr.print(f"agent {agent_id!r} in org {matched[0].org_id!r} is deactivated")
+
+
+@agent_app.command("list")
+def agent_list(org: Annotated[str, typer.Option(help="Organisation to list.")]) -> None:
+    """One line per agent: id, name, active or inactive, created at (tab-separated)."""
+    for row in _agents().list(org):
+        state = "active" if row.active else "inactive"
+        typer.echo(f"{row.id}\t{row.name}\t{state}\t{row.created_at.isoformat()}")

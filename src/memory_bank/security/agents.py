@@ -1,0 +1,99 @@
+"""Which agent a write is attributed to (DESIGN §6), and the registry that says which agents exist.
+
+Resolution order: the agent the token is bound to, else the ``agent_id`` the request
+names, else fail closed. Either way the agent must be registered in the caller's org
+and active; a missing agent and another org's agent get the same answer, so a caller
+learns nothing about other orgs. The lookup is a fresh indexed read on every write
+(no cache): replicas share nothing, and a deactivation must bite at once everywhere.
+
+Tokens bound to an agent register that agent in the token's org when it is minted
+(``register_for_token``), so ``token create --agent laptop`` and the README quick
+start work without a separate ``agent create``; minting for a deactivated agent is
+refused. ``agent create`` is for agents that act through agent-less tokens by naming
+themselves in ``agent_id``.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
+
+from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.security import audit
+from memory_bank.security.principal import Principal
+from memory_bank.store.agents_table import AgentRow
+from memory_bank.store.columns import new_id
+from memory_bank.store.database import transaction
+
+NO_AGENT = "no agent: use a token bound to an agent or send agent_id"
+
+
+def register_for_token(session: Session, org_id: str, agent_id: str | None) -> None:
+    """Make sure a token's agent exists in its org, inside the token's own transaction.
+
+    Raises ``ValueError`` for a deactivated agent: a token for it could never write.
+    """
+    if agent_id is None:
+        return
+    row = session.get(AgentRow, (org_id, agent_id))
+    if row is None:
+        session.add(AgentRow(org_id=org_id, id=agent_id, name=agent_id))
+    elif not row.active:
+        raise ValueError(f"agent {agent_id!r} is deactivated in org {org_id!r}")
+
+
+class AgentStore:
+    """Create, find, list and deactivate agents; the CLI and the resolver share it."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def create(self, org_id: str, name: str) -> AgentRow:
+        row = AgentRow(org_id=org_id, id=new_id(), name=name)
+        with transaction(self._engine, write=True) as session:
+            session.add(row)
+        return row
+
+    def find(self, org_id: str, agent_id: str) -> AgentRow | None:
+        with transaction(self._engine) as session:
+            return session.get(AgentRow, (org_id, agent_id))
+
+    def list(self, org_id: str) -> list[AgentRow]:
+        statement = sa.select(AgentRow).where(AgentRow.org_id == org_id).order_by(AgentRow.created_at, AgentRow.id)
+        with transaction(self._engine) as session:
+            return list(session.scalars(statement))
+
+    def deactivate(self, agent_id: str, org_id: str | None = None) -> list[AgentRow]:
+        """Deactivate ``agent_id`` (in ``org_id``, if given); returns the rows it matched.
+
+        Ids chosen at ``token create --agent`` time may repeat across orgs, so more
+        than one match without an org is refused and nothing changes.
+        """
+        statement = sa.select(AgentRow).where(AgentRow.id == agent_id)
+        if org_id is not None:
+            statement = statement.where(AgentRow.org_id == org_id)
+        with transaction(self._engine, write=True) as session:
+            rows = list(session.scalars(statement))
+            if len(rows) == 1:
+                rows[0].active = False
+        return rows
+
+
+class AgentResolver:
+    def __init__(self, agents: AgentStore) -> None:
+        self._agents = agents
+
+    async def resolve_agent(self, principal: Principal, requested_agent_id: str | None) -> str:
+        """The agent this write acts as, or ``permission_denied``; also names it in the audit event."""
+        agent_id = principal.agent_id or requested_agent_id
+        if agent_id is None:
+            raise ApiError(ErrorCode.permission_denied, NO_AGENT)
+        row = await run_in_threadpool(self._agents.find, principal.org_id, agent_id)
+        if row is None:
+            raise ApiError(ErrorCode.permission_denied, f"agent {agent_id!r} is not registered in this org")
+        if not row.active:
+            raise ApiError(ErrorCode.permission_denied, f"agent {agent_id!r} is deactivated")
+        audit.attribute_agent(agent_id)
+        return agent_id

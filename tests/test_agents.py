@@ -1,0 +1,128 @@
+"""Agent resolution (DESIGN §6) on a real SQLite database, and the ``agent`` CLI."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy.engine import Engine
+from typer.testing import CliRunner
+
+from memory_bank.cli import app as cli
+from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.security import audit
+from memory_bank.security.agents import NO_AGENT, AgentResolver, AgentStore
+from memory_bank.security.tokens import TokenStore
+from memory_bank.settings import Settings, get_settings
+
+
+@pytest.fixture
+def agents(engine: Engine) -> AgentStore:
+    return AgentStore(engine)
+
+
+@pytest.fixture
+def resolver(agents: AgentStore) -> AgentResolver:
+    return AgentResolver(agents)
+
+
+async def denied(resolver: AgentResolver, principal, requested: str | None) -> str:
+    with pytest.raises(ApiError) as caught:
+        await resolver.resolve_agent(principal, requested)
+    assert caught.value.code is ErrorCode.permission_denied
+    return caught.value.detail
+
+
+async def test_the_tokens_agent_wins_over_the_requested_one(agents, resolver, make_principal) -> None:
+    bound, named = agents.create("acme", "laptop"), agents.create("acme", "ci")
+    assert await resolver.resolve_agent(make_principal(agent=bound.id), named.id) == bound.id
+
+
+async def test_an_agentless_token_may_name_a_registered_agent(agents, resolver, make_principal) -> None:
+    named = agents.create("acme", "ci")
+    assert await resolver.resolve_agent(make_principal(), named.id) == named.id
+
+
+async def test_no_agent_at_all_fails_closed(resolver, make_principal) -> None:
+    assert await denied(resolver, make_principal(), None) == NO_AGENT
+
+
+async def test_missing_inactive_and_cross_org_agents_are_denied(agents, resolver, make_principal) -> None:
+    retired, foreign = agents.create("acme", "old"), agents.create("globex", "theirs")
+    agents.deactivate(retired.id)
+
+    assert "not registered" in await denied(resolver, make_principal(), "ghost")
+    assert "deactivated" in await denied(resolver, make_principal(), retired.id)
+    assert "deactivated" in await denied(resolver, make_principal(agent=retired.id), None)
+    # Another org's agent reads exactly like a missing one: nothing leaks across orgs.
+    assert await denied(resolver, make_principal(org="acme"), foreign.id) == f"agent {foreign.id!r} is not registered in this org"
+
+
+async def test_the_resolved_agent_is_attributed_to_the_call(agents, resolver, make_principal) -> None:
+    named = agents.create("acme", "ci")
+    with audit.attributing() as attribution:
+        await resolver.resolve_agent(make_principal(), named.id)
+    assert attribution.agent_id == named.id
+
+
+def test_minting_a_token_registers_its_agent_in_its_org(engine, agents) -> None:
+    tokens = TokenStore(engine)
+    tokens.create("acme", "ann", "laptop", ["memory:write"])
+    tokens.create("acme", "bob", "laptop", ["memory:write"])  # already there: unchanged
+    tokens.create("globex", "gus", "laptop", ["memory:write"])  # same id, another org: its own agent
+
+    assert [(a.id, a.name, a.active) for a in agents.list("acme")] == [("laptop", "laptop", True)]
+    assert [a.org_id for a in agents.list("globex")] == ["globex"]
+
+
+def test_no_token_is_minted_for_a_deactivated_agent(engine, agents) -> None:
+    tokens = TokenStore(engine)
+    tokens.create("acme", "ann", "laptop", ["memory:write"])
+    agents.deactivate("laptop", "acme")
+    with pytest.raises(ValueError, match="deactivated"):
+        tokens.create("acme", "ann", "laptop", ["memory:write"])
+    assert tokens.count() == 1
+
+
+def test_deactivating_an_id_that_several_orgs_use_needs_the_org(engine, agents) -> None:
+    for org in ("acme", "globex"):  # ids chosen at token time may repeat across orgs
+        TokenStore(engine).create(org, "u", "shared", ["memory:read"])
+
+    assert len(agents.deactivate("shared")) == 2
+    assert all(a.active for a in agents.list("acme") + agents.list("globex"))
+    assert [a.org_id for a in agents.deactivate("shared", "globex")] == ["globex"]
+    assert [a.active for a in agents.list("globex")] == [False]
+
+
+@pytest.fixture
+def run_cli(settings: Settings, monkeypatch):
+    """Run ``memory-bank ...`` against this test's database; returns (exit code, stdout, stderr)."""
+    monkeypatch.setenv("MEMORY_BANK_DATABASE_URL", settings.database_url)
+    get_settings.cache_clear()
+    runner = CliRunner()
+
+    def run(*args: str) -> tuple[int, str, str]:
+        result = runner.invoke(cli, list(args))
+        return result.exit_code, result.stdout, result.stderr
+
+    yield run
+    get_settings.cache_clear()
+
+
+def test_cli_creates_lists_and_deactivates_agents(run_cli) -> None:
+    code, out, _ = run_cli("agent", "create", "--org", "acme", "--name", "laptop")
+    agent_id = out.strip()
+    assert code == 0 and len(agent_id) == 21 and "\n" not in agent_id
+
+    code, out, _ = run_cli("agent", "list", "--org", "acme")
+    assert code == 0 and out.split("\t")[:3] == [agent_id, "laptop", "active"]
+
+    assert run_cli("agent", "deactivate", agent_id)[0] == 0
+    assert run_cli("agent", "list", "--org", "acme")[1].split("\t")[2] == "inactive"
+
+    code, _, err = run_cli("agent", "deactivate", "ghost")
+    assert code == 1 and "no agent 'ghost'" in err
+
+
+def test_cli_token_create_registers_the_named_agent(run_cli) -> None:
+    code, out, _ = run_cli("token", "create", "--org", "acme", "--user", "ada", "--agent", "laptop", "--permissions", "memory:write")
+    assert code == 0 and out.startswith("mb_")
+    assert run_cli("agent", "list", "--org", "acme")[1].split("\t")[:3] == ["laptop", "laptop", "active"]
