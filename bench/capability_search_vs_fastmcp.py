@@ -1,10 +1,11 @@
 """Our capability search next to FastMCP's BM25 tool-search transform, same specs, same queries.
 
-    python bench/capability_search_vs_fastmcp.py [--queries FILE.jsonl] [--specs-root DIR] [--k 5] [--json]
+    python bench/capability_search_vs_fastmcp.py [--queries FILE.jsonl] [--specs-root DIR] [--k 5] [--json] [--semantic]
 
 Defaults to ../shared/evals/toolalpaca. Three rankers, one run, one table:
 
-* ``memory-bank`` - ``CapabilitySearch`` over the codegen catalog (as the eval harness).
+* ``memory-bank`` - ``CapabilitySearch`` over the codegen catalog (as the eval harness);
+  with ``--semantic`` also ``memory-bank+semantic`` (needs the ``semantic`` extra).
 * ``fastmcp/catalog`` - FastMCP's BM25 index (``fastmcp.server.transforms.search.bm25._BM25Index``,
   the ranking inside ``BM25SearchTransform``) over fastmcp ``Tool``s made from the SAME
   catalog entries with the same text: name; description = title, description, tags and
@@ -50,6 +51,7 @@ from fastmcp.server.providers.openapi import OpenAPIProvider  # noqa: E402
 from fastmcp.server.transforms.search.base import _extract_searchable_text  # noqa: E402
 from fastmcp.server.transforms.search.bm25 import _BM25Index  # noqa: E402
 from fastmcp.tools.base import Tool  # noqa: E402
+from memory_bank.capabilities.semantic import load_embedder  # noqa: E402
 
 DEFAULT_ROOT = ROOT.parent / "shared" / "evals" / "toolalpaca"
 
@@ -104,13 +106,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--specs-root", type=Path, default=DEFAULT_ROOT)
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    parser.add_argument("--semantic", action="store_true", help="add our ranker with the local embedding model")
     args = parser.parse_args(argv)
+    embedder = load_embedder() if args.semantic else None
+    if args.semantic and embedder is None:
+        parser.error("--semantic needs the semantic extra: pip install -e '.[semantic]'")
 
     queries = read_queries(args.queries)
     spec_names = sorted({q.spec for q in queries})
     catalog = load_catalog(args.specs_root, spec_names)
     rankers = {
         "memory-bank": memory_bank_ranker(catalog),
+        **({"memory-bank+semantic": memory_bank_ranker(catalog, embedder)} if embedder else {}),
         "fastmcp/catalog": fastmcp_catalog_ranker(catalog),
         "fastmcp/openapi": fastmcp_openapi_ranker(args.specs_root, spec_names),
     }
@@ -120,9 +127,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     columns = list(next(iter(rows.values())))
     print(f"{len(queries)} queries, {len(catalog)} operations, k={args.k}")
-    print(f"{'ranker':<16}" + "".join(f"{c:>16}" for c in columns))
+    print(f"{'ranker':<22}" + "".join(f"{c:>16}" for c in columns))
     for name, row in rows.items():
-        print(f"{name:<16}" + "".join(f"{row[c]:>16}" for c in columns))
+        print(f"{name:<22}" + "".join(f"{row[c]:>16}" for c in columns))
     return 0
 
 
