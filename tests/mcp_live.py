@@ -1,0 +1,81 @@
+"""A real Memory Bank on a free port (uvicorn in a thread) and a real MCP client for it.
+
+Shared by the MCP tests: they talk to the server the way an agent does, over
+streamable HTTP with a bearer header, not by calling handlers.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2
+import uvicorn
+from fastapi import FastAPI
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from memory_bank.app import create_app
+from memory_bank.settings import McpToolsMode, Settings
+
+READ_WRITE = ("memory:read", "memory:write")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class LiveServer:
+    app: FastAPI
+    url: str
+
+    @property
+    def mcp_url(self) -> str:
+        return self.url + "/mcp"
+
+    def token(self, org: str | None = None, user: str = "ann", perms: Iterable[str] = READ_WRITE) -> str:
+        """A bearer token bound to an agent, in ``org`` (a fresh one by default, so tests never share data)."""
+        plaintext, _ = self.app.state.tokens.create(org or f"org-{uuid.uuid4().hex[:8]}", user, "agent-1", perms)
+        return str(plaintext)
+
+    @asynccontextmanager
+    async def client(self, token: str) -> AsyncIterator[Client]:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
+            async with Client(streamable_http_client(self.mcp_url, http_client=http)) as client:
+                yield client
+
+
+@contextmanager
+def live_server(directory: Path, mode: McpToolsMode = McpToolsMode.meta) -> Iterator[LiveServer]:
+    """Serve a fresh app on SQLite in ``directory`` until the block ends."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    settings = Settings(
+        database_url=f"sqlite:///{directory / 'memory-bank.db'}",
+        public_url=url,
+        mcp_tools=mode,
+        rate_limit_rpm=100_000,
+    )
+    app = create_app(settings)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.02)
+    try:
+        yield LiveServer(app, url)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
