@@ -55,6 +55,11 @@ class Metrics:
             "Audit events waiting to be written.",
             registry=self.registry,
         )
+        # Known label values start at 0, so alerts on rate() see a series before the first failure.
+        for outcome in ("open", "closed"):
+            self.limiter_failures.labels(outcome)
+        for reason in ("queue_full", "sink_failed"):
+            self.audit_dropped.labels(reason)
 
     def observe_request(self, operation: str, status: int, seconds: float) -> None:
         self.requests.labels(operation, str(status)).inc()
