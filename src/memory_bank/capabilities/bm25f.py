@@ -6,8 +6,9 @@ in its description, so fields are weighted before term frequencies saturate
 fields"): ``tf~(t, d) = sum_f w_f * tf_f(t, d) / (1 - b + b * len_f(d) / avglen_f)``,
 ``score(q, d) = sum_{t in q} idf(t) * tf~ / (k1 + tf~)``.
 
-Everything but ``idf`` x saturation depends on the document only, so it is computed
-once at construction and stored in the postings: a query just adds up floats.
+Nothing in ``idf(t) * tf~ / (k1 + tf~)`` depends on the query, so that product (the
+term's "impact" on the document) is computed once at construction and stored in the
+postings: a query just adds up floats.
 
 Normalisation: ``tf~ / (k1 + tf~)`` is below 1, so a score is below ``sum idf(t)``
 over the query's terms, a word no document has counting at the highest idf. The
@@ -49,8 +50,10 @@ class BM25F:
             for term, tf in pseudo_tf.items():
                 postings.setdefault(term, []).append((doc_id, tf / (K1 + tf)))
         self._idf = {t: self._idf_of(len(p)) for t, p in postings.items()}
-        #: term -> (doc ids, saturations): two flat tuples iterate faster than pairs.
-        self._postings = {t: (tuple(d for d, _ in p), tuple(s for _, s in p)) for t, p in postings.items()}
+        #: term -> (doc ids, impacts): two flat tuples iterate faster than pairs.
+        self._postings = {
+            t: (tuple(d for d, _ in p), tuple(self._idf[t] * s for _, s in p)) for t, p in postings.items()
+        }
         self._unseen_idf = self._idf_of(0)
 
     def _idf_of(self, df: int) -> float:
@@ -69,11 +72,8 @@ class BM25F:
         unique = list(dict.fromkeys(query_terms))
         ceiling = sum(self._idf.get(t, self._unseen_idf) for t in unique)
         scores = [0.0] * self._n
-        if ceiling <= 0:
-            return scores
         for term in unique:
-            weight = self._idf.get(term, 0.0) / ceiling
-            doc_ids, saturations = self._postings.get(term, ((), ()))
-            for doc_id, saturation in zip(doc_ids, saturations):
-                scores[doc_id] += weight * saturation
-        return scores
+            doc_ids, impacts = self._postings.get(term, ((), ()))
+            for doc_id, impact in zip(doc_ids, impacts):
+                scores[doc_id] += impact
+        return [score / ceiling for score in scores] if ceiling > 0 else scores

@@ -92,7 +92,13 @@ class CapabilitySearch:
         ]
         if self._semantic is not None:
             scores = fuse(scores, self._semantic.scores(query))
-        # Best first, ties in catalog order; a heap, since only the first few are popped.
+        return self._best(scores, limit, accept)
+
+    def _best(self, scores: Sequence[float], limit: int, accept: Callable[[Capability], bool] | None) -> list[Match]:
+        """The ``limit`` best accepted capabilities by score, ties in catalog order.
+
+        A heap, not a sort: only the first few entries are ever popped.
+        """
         heap = [(-score, doc_id) for doc_id, score in enumerate(scores) if score > 0]
         heapq.heapify(heap)
         matches: list[Match] = []

@@ -63,6 +63,10 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _tags(capability: Mapping[str, Any]) -> list[str]:
+    return [t for t in capability.get("tags") or () if isinstance(t, str)]
+
+
 def _arguments(capability: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     """``(name, description)`` of every path/query/header argument and top-level body field."""
     groups = (capability.get("inputSchema") or {}).get("properties") or {}
@@ -118,10 +122,10 @@ def fields(capability: Mapping[str, Any]) -> dict[str, list[str]]:
         "description": terms(description) if description != title else [],
     }
     return prose | {
-        "tags": terms(" ".join(t for t in capability.get("tags") or () if isinstance(t, str))),
-        "params": terms(" ".join(name for name, _ in arguments)),
-        "param_text": terms(" ".join(text for _, text in arguments)),
-        "returns": terms(" ".join(_schema_words(output, output.get("$defs") or {}))),
+        "tags": terms(*_tags(capability)),
+        "params": terms(*(name for name, _ in arguments)),
+        "param_text": terms(*(text for _, text in arguments)),
+        "returns": terms(*_schema_words(output, output.get("$defs") or {})),
         "phrases": [pair for words in prose.values() for pair in phrases(words)],
         "verbs": terms(METHOD_VERBS.get(_text(capability.get("method")).upper(), "")),
     }
@@ -136,5 +140,4 @@ def api_terms(capability: Mapping[str, Any]) -> list[str]:
     before the operation's own fields pick the operation.
     """
     source = _text(capability.get("source")).rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    tags = (t for t in capability.get("tags") or () if isinstance(t, str))
-    return terms(" ".join([source, _text(capability.get("title")), *tags, _text(capability.get("description"))]))
+    return terms(source, _text(capability.get("title")), *_tags(capability), _text(capability.get("description")))

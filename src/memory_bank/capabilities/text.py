@@ -65,9 +65,16 @@ def stem(word: str) -> str:
     return _STEMMER.stemWord(word)
 
 
-def terms(text: str) -> list[str]:
-    """The search terms of ``text``: its words, without stopwords, stemmed."""
-    return [stem(w) for w in split_words(text) if w not in STOPWORDS]
+def terms(*texts: str) -> list[str]:
+    """The search terms of ``texts``, in order: their words, without stopwords, stemmed."""
+    return [term for text in texts for term in _terms_of(text)]
+
+
+@lru_cache(maxsize=65536)
+def _terms_of(text: str) -> tuple[str, ...]:
+    """Cached per text: big specs repeat the same parameter and field descriptions
+    hundreds of times (Twilio: "The SID of the Account that created the resource")."""
+    return tuple(stem(w) for w in split_words(text) if w not in STOPWORDS)
 
 
 def phrases(words: list[str]) -> list[str]:
