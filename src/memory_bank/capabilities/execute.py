@@ -31,7 +31,7 @@ from memory_bank.generated.spec import SPEC
 from memory_bank.problems import STATUS_CODES, json_pointer, validation_error
 from memory_bank.runtime import Principal
 
-__all__ = ["Caller", "Executor", "Outcome", "schema_failures", "is_wrapped"]
+__all__ = ["Caller", "Executor", "Outcome", "decode_groups", "is_wrapped", "schema_failures"]
 
 Capability = Mapping[str, Any]
 
@@ -164,7 +164,7 @@ def is_wrapped(output_schema: Mapping[str, Any] | None) -> bool:
     )
 
 
-def _decode_groups(arguments: Mapping[str, Any], input_schema: Mapping[str, Any]) -> dict[str, Any]:
+def decode_groups(arguments: Mapping[str, Any], input_schema: Mapping[str, Any]) -> dict[str, Any]:
     """Parse groups sent as JSON text (``"body": "{\\"content\\": ...}"``), as many clients do.
 
     Only where the schema wants something other than a string, and only when the
@@ -215,7 +215,7 @@ class Executor:
             return Outcome.failure(
                 ApiError(ErrorCode.not_found, f"no capability is named {name!r}; search_capabilities lists them")
             )
-        decoded = _decode_groups(arguments, capability["inputSchema"])
+        decoded = decode_groups(arguments, capability["inputSchema"])
         failures = schema_failures(self._validators[name], decoded)
         if failures:
             return Outcome.failure(validation_error(failures))

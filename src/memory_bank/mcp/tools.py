@@ -16,7 +16,7 @@ from typing import Any
 import mcp_types as types
 from jsonschema import Draft202012Validator
 
-from memory_bank.capabilities.execute import Caller, Executor, Outcome, schema_failures
+from memory_bank.capabilities.execute import Caller, Executor, Outcome, decode_groups, schema_failures
 from memory_bank.capabilities.registry import CapabilityRegistry
 from memory_bank.problems import validation_error
 from memory_bank.settings import McpToolsMode
@@ -24,8 +24,9 @@ from memory_bank.settings import McpToolsMode
 SEARCH = "search_capabilities"
 EXECUTE = "execute_capability"
 
-#: Groups may arrive as JSON text, so each accepts an object or a string.
-_GROUP = {"type": ["object", "string"]}
+#: An argument group is an object; JSON text of one is accepted too (``decode_groups``)
+#: but not advertised, since single-type schemas are what every client maps cleanly.
+_GROUP = {"type": "object"}
 
 SEARCH_TOOL = types.Tool(
     name=SEARCH,
@@ -73,7 +74,7 @@ EXECUTE_TOOL = types.Tool(
             "path": {**_GROUP, "description": "Path parameters."},
             "query": {**_GROUP, "description": "Query parameters."},
             "header": {**_GROUP, "description": "Header parameters."},
-            "body": {"description": "The request body."},
+            "body": {**_GROUP, "description": "The JSON request body."},
         },
     },
     annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False),
@@ -110,9 +111,8 @@ class Toolbox:
         self._executor = executor
         self._meta = mode in (McpToolsMode.meta, McpToolsMode.both)
         self._direct = mode in (McpToolsMode.direct, McpToolsMode.both)
-        self._validators = {
-            tool.name: Draft202012Validator(tool.input_schema) for tool in (SEARCH_TOOL, EXECUTE_TOOL)
-        }
+        self._meta_schemas = {tool.name: tool.input_schema for tool in (SEARCH_TOOL, EXECUTE_TOOL)}
+        self._validators = {name: Draft202012Validator(schema) for name, schema in self._meta_schemas.items()}
 
     def list(self, caller: Caller) -> list[types.Tool]:
         """The meta-tools, then (in direct mode) each operation the caller's token allows."""
@@ -124,7 +124,8 @@ class Toolbox:
     async def call(self, name: str, arguments: Mapping[str, Any], caller: Caller) -> Outcome:
         """Run tool ``name``; a meta-tool's own arguments are checked like an operation's."""
         if self._meta and name in self._validators:
-            failures = schema_failures(self._validators[name], dict(arguments))
+            arguments = decode_groups(arguments, self._meta_schemas[name])
+            failures = schema_failures(self._validators[name], arguments)
             if failures:
                 return Outcome.failure(validation_error(failures))
             if name == SEARCH:
