@@ -1,0 +1,60 @@
+"""A client nobody here wrote: the MCP Inspector CLI (npm) against the running server.
+
+``.ci/run`` installs it (with a Node 22 it needs) under ``.ci/node``; elsewhere the
+test skips with the install command, except under CI=true, where a missing
+Inspector is a failure rather than a silent skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mcp_live import LiveServer, live_server
+
+BIN = Path(__file__).resolve().parents[1] / ".ci" / "node" / "node_modules" / ".bin"
+INSTALL = "npm install --prefix .ci/node node@22 @modelcontextprotocol/inspector@2"
+
+
+@pytest.fixture(scope="module")
+def inspector() -> list[str]:
+    if not (BIN / "mcp-inspector").exists() or not (BIN / "node").exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the MCP Inspector is not installed under .ci/node ({INSTALL})")
+        pytest.skip(f"the MCP Inspector is not installed; run: {INSTALL}")
+    return [str(BIN / "node"), str(BIN / "mcp-inspector"), "--cli"]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with live_server(tmp_path_factory.mktemp("inspector")) as live:
+        yield live
+
+
+def inspect(inspector: list[str], server: LiveServer, *args: str) -> dict:
+    token = server.token()
+    command = [*inspector, server.mcp_url, "--transport", "http", "--header", f"Authorization: Bearer {token}", *args]
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_inspector_lists_the_meta_tools(inspector: list[str], server: LiveServer) -> None:
+    listed = inspect(inspector, server, "--method", "tools/list")
+    assert [tool["name"] for tool in listed["tools"]] == ["search_capabilities", "execute_capability"]
+
+
+def test_inspector_executes_a_capability(inspector: list[str], server: LiveServer) -> None:
+    body = json.dumps({"content": "Saved by the MCP Inspector", "tags": ["inspector"]})
+    called = inspect(
+        inspector, server, "--method", "tools/call", "--tool-name", "execute_capability",
+        "--tool-arg", "name=postMemory", f"body={body}",
+    )
+    assert called.get("isError") is not True, called
+    assert called["structuredContent"]["content"] == "Saved by the MCP Inspector"

@@ -1,0 +1,60 @@
+"""MCP over stdio: ``memory-bank mcp`` spawned as a client would, and its refusals."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from memory_bank.security.tokens import TokenStore
+from memory_bank.store.database import open_database
+from memory_bank.settings import Settings
+
+MEMORY_BANK = str(Path(sys.executable).with_name("memory-bank"))
+
+
+@pytest.fixture
+def stdio_env(tmp_path: Path) -> dict[str, str]:
+    """Environment for ``memory-bank mcp`` on a fresh database, with a read/write token."""
+    database_url = f"sqlite:///{tmp_path / 'memory-bank.db'}"
+    engine = open_database(Settings(database_url=database_url))
+    token, _ = TokenStore(engine).create("acme", "ann", "laptop", ["memory:read", "memory:write"])
+    engine.dispose()
+    return {
+        "MEMORY_BANK_DATABASE_URL": database_url,
+        "MEMORY_BANK_MCP_ALLOW_STDIO": "true",
+        "MEMORY_BANK_TOKEN": token,
+    }
+
+
+async def test_stdio_lists_searches_and_executes(stdio_env: dict[str, str]) -> None:
+    server = StdioServerParameters(command=MEMORY_BANK, args=["mcp"], env=stdio_env)
+    async with Client(server) as client:
+        assert [t.name for t in (await client.list_tools()).tools] == ["search_capabilities", "execute_capability"]
+        found = await client.call_tool("search_capabilities", {"query": "save a memory"})
+        assert found.structured_content["results"][0]["name"] == "postMemory"
+        saved = await client.call_tool("execute_capability", {"name": "postMemory", "body": {"content": "stdio remembers"}})
+        assert not saved.is_error, saved.structured_content
+        hits = await client.call_tool("execute_capability", {"name": "getMemorySearch", "query": {"q": "stdio remembers"}})
+    assert hits.structured_content["result"][0]["memory"]["id"] == saved.structured_content["id"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"MEMORY_BANK_MCP_ALLOW_STDIO": "false"}, "MEMORY_BANK_MCP_ALLOW_STDIO=true"),
+        ({"MEMORY_BANK_ENV": "production"}, "never served in production"),
+        ({"MEMORY_BANK_TOKEN": ""}, "set MEMORY_BANK_TOKEN"),
+        ({"MEMORY_BANK_TOKEN": "mb_not-a-token"}, "not a valid token"),
+    ],
+)
+def test_stdio_refuses_with_a_clear_error(stdio_env: dict[str, str], change: dict[str, str], message: str) -> None:
+    env = {**os.environ, **stdio_env, **change}
+    done = subprocess.run([MEMORY_BANK, "mcp"], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert message in " ".join(done.stderr.split())
+    assert done.stdout == ""
