@@ -237,3 +237,9 @@ async def test_two_orgs_are_isolated(server: LiveServer) -> None:
     assert [h["memory"]["id"] for h in mine["result"]] == [saved["id"]]
     assert theirs["result"] == []
     assert still["content"] == "Org A deploys on Fridays"
+
+
+async def test_a_search_query_that_looks_like_json_stays_text(server: LiveServer) -> None:
+    async with server.client(server.token()) as client:
+        found = ok(await client.call_tool("search_capabilities", {"query": '{"save": 1}'}))
+    assert "postMemory" in [card["name"] for card in found["results"]]

@@ -137,13 +137,18 @@ def _field_errors(error: ValidationError) -> list[FieldError]:
     return [FieldError(json_pointer(where), rule, f"{phrase}; got {_json_type(value)}")]
 
 
+def _pointer_order(failure: FieldError) -> list[tuple[int, int | str]]:
+    """Sort key: pointer segments in order, array indexes numerically (``/tags/2`` before ``/tags/10``)."""
+    return [(0, int(part)) if part.isdigit() else (1, part) for part in failure.field.split("/")]
+
+
 def schema_failures(validator: Draft202012Validator, instance: Any) -> list[FieldError]:
-    """Every way ``instance`` breaks the schema, in argument order, each reported once."""
+    """Every way ``instance`` breaks the schema, ordered by pointer, each reported once."""
     found: dict[tuple[str, str], FieldError] = {}
-    for error in sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path]):
+    for error in validator.iter_errors(instance):
         for failure in _field_errors(error):
             found.setdefault((failure.field, failure.rule), failure)
-    return list(found.values())
+    return sorted(found.values(), key=_pointer_order)
 
 
 def is_wrapped(output_schema: Mapping[str, Any] | None) -> bool:

@@ -1,0 +1,63 @@
+"""The registry behind search_capabilities and GET /v1/capabilities: cards, filters, the REST route."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_bank.capabilities.cards import required_arguments, summary
+from memory_bank.capabilities.registry import CapabilityRegistry
+from memory_bank.generated.catalog import CAPABILITIES
+
+READ = {"memory:read"}.__contains__
+REGISTRY = CapabilityRegistry(CAPABILITIES)
+CATALOG = {c["name"]: c for c in CAPABILITIES}
+
+
+def test_required_arguments_are_group_qualified() -> None:
+    assert required_arguments(CATALOG["postMemory"]["inputSchema"]) == ["body.content"]
+    assert required_arguments(CATALOG["putMemoryKeypath"]["inputSchema"]) == ["path.keypath", "body.content"]
+    assert required_arguments(CATALOG["patchMemory"]["inputSchema"]) == ["path.memory_id", "body"]
+    assert required_arguments(CATALOG["listMemories"]["inputSchema"]) == []
+
+
+def test_summary_is_the_first_sentence_on_one_line() -> None:
+    assert summary({"description": "Saves one thing.\nMore detail, e.g. this."}) == "Saves one thing."
+    assert summary({"description": "Uses v1.2 of it. Then more."}) == "Uses v1.2 of it."
+    assert summary({"description": "", "title": "Fallback"}) == "Fallback"
+
+
+def test_permission_filter_applies_before_the_limit() -> None:
+    result = REGISTRY.search("memory", allows=READ, limit=20)
+    assert result.total == 5
+    assert result.results and all(card.permission == "memory:read" for card in result.results)
+
+
+def test_blank_query_lists_everything_allowed_by_category_ignoring_limit() -> None:
+    result = REGISTRY.search("  ", allows=lambda permission: True, limit=1)
+    assert [card.name for card in result.results] == [c["name"] for c in CAPABILITIES]
+    assert all(card.score is None for card in result.results)
+
+
+def test_category_is_case_insensitive_and_unknown_names_are_none() -> None:
+    assert REGISTRY.search("", allows=READ, category="MEMORY").results
+    assert REGISTRY.search("", allows=READ, category="Billing").results == []
+    assert REGISTRY.get("nope") is None and REGISTRY.get("postMemory") is CATALOG["postMemory"]
+
+
+def test_duplicate_names_are_refused() -> None:
+    with pytest.raises(ValueError, match="unique"):
+        CapabilityRegistry([CAPABILITIES[0], CAPABILITIES[0]])
+
+
+def test_rest_route_is_the_same_search(make_client) -> None:
+    reader = make_client("acme", "ann", perms=["memory:read"])
+    found = reader.get("/v1/capabilities", params={"q": "search my memories", "include_schema": "true"})
+    assert found.status_code == 200
+    body = found.json()
+    assert body["total"] == 5 and body["results"][0]["name"] == "getMemorySearch"
+    assert body["results"][0]["inputSchema"] == CATALOG["getMemorySearch"]["inputSchema"]
+    assert reader.get("/v1/capabilities", params={"q": "x", "limit": 21}).json()["code"] == "invalid_params"
+
+
+def test_rest_route_needs_a_token(client) -> None:
+    assert client.get("/v1/capabilities").json()["code"] == "unauthorized"
