@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from memory_bank.capabilities.bm25f import BM25F
 from memory_bank.capabilities.search import CapabilitySearch, Match
 from memory_bank.capabilities.search_fields import fields
 from memory_bank.capabilities.semantic import fuse, load_embedder
@@ -119,6 +120,13 @@ def test_scores_are_in_unit_range_and_descending() -> None:
     assert matches and all(isinstance(m, Match) for m in matches)
     assert all(0.0 <= m.score <= 1.0 for m in matches)
     assert [m.score for m in matches] == sorted((m.score for m in matches), reverse=True)
+
+
+def test_bm25f_scores_are_a_share_of_the_query_ceiling() -> None:
+    index = BM25F([{"title": ["holiday"] * 50}, {"title": ["weather"]}, {"body": ["holiday"]}], {"title": 3.0, "body": 1.0})
+    strong, none, weak = index.scores(["holiday"])
+    assert 0.9 < strong < 1.0 and none == 0.0 and 0.0 < weak < strong  # saturates below 1; title outweighs body
+    assert index.scores(["holiday", "unknownword"])[0] < strong / 2 + 0.01  # a word nobody has still counts against
 
 
 @pytest.mark.parametrize("query", ["", "   ", "the of and", "zzzqqq"])
