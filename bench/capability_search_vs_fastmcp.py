@@ -8,9 +8,10 @@ Defaults to ../shared/evals/toolalpaca. Three rankers, one run, one table:
   with ``--semantic`` also ``memory-bank+semantic`` (needs the ``semantic`` extra).
 * ``fastmcp/catalog`` - FastMCP's BM25 index (``fastmcp.server.transforms.search.bm25._BM25Index``,
   the ranking inside ``BM25SearchTransform``) over fastmcp ``Tool``s made from the SAME
-  catalog entries with the same text: name; description = title, description, tags and
-  ``METHOD /path``; parameters flattened to the top level (as fastmcp's own OpenAPI
-  tools have them) with their descriptions. Only the ranking differs.
+  catalog entries with the same text: name; description = title, description, tags,
+  ``METHOD /path`` and the response's field names and descriptions; parameters flattened
+  to the top level (as fastmcp's own OpenAPI tools have them) with their descriptions.
+  Only the ranking differs.
 * ``fastmcp/openapi`` - the same BM25 index over the tools fastmcp's own OpenAPI integration
   (``OpenAPIProvider``) makes from each spec: fastmcp's names, descriptions and parameters.
 
@@ -53,6 +54,7 @@ from fastmcp.server.providers.openapi import OpenAPIProvider  # noqa: E402
 from fastmcp.server.transforms.search.base import _extract_searchable_text  # noqa: E402
 from fastmcp.server.transforms.search.bm25 import _BM25Index  # noqa: E402
 from fastmcp.tools.base import Tool  # noqa: E402
+from memory_bank.capabilities.search_fields import response_words  # noqa: E402
 
 DEFAULT_ROOT = ROOT.parent / "shared" / "evals" / "toolalpaca"
 
@@ -78,7 +80,13 @@ def _flat_parameters(capability: Mapping[str, Any]) -> dict[str, Any]:
 def _catalog_tool(capability: Mapping[str, Any]) -> Tool:
     """A fastmcp Tool carrying the same words our index sees for ``capability``."""
     description = "\n".join(
-        [capability["title"], capability["description"], " ".join(capability["tags"]), f"{capability['method']} {capability['path']}"]
+        [
+            capability["title"],
+            capability["description"],
+            " ".join(capability["tags"]),
+            f"{capability['method']} {capability['path']}",
+            " ".join(response_words(capability)),
+        ]
     )
     return Tool(name=capability["name"], description=description, parameters=_flat_parameters(capability))
 

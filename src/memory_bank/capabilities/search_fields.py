@@ -29,7 +29,7 @@ from typing import Any
 
 from memory_bank.capabilities.text import phrases, terms
 
-__all__ = ["FIELD_WEIGHTS", "api_terms", "fields"]
+__all__ = ["FIELD_WEIGHTS", "api_terms", "fields", "response_words"]
 
 FIELD_WEIGHTS: Mapping[str, float] = {
     "name": 3.0,
@@ -98,6 +98,12 @@ def _schema_words(schema: Any, defs: Mapping[str, Any], depth: int = 0, seen: fr
         yield from _schema_words(schema.get(key), defs, depth, seen)
 
 
+def response_words(capability: Mapping[str, Any]) -> list[str]:
+    """Field names and descriptions of what the operation returns (its ``outputSchema``)."""
+    output = capability.get("outputSchema")
+    return list(_schema_words(output, output.get("$defs") or {})) if isinstance(output, Mapping) else []
+
+
 def _literal_path(path: str) -> str:
     """``/pets/{petId}/photos`` -> ``/pets//photos``: the resource words, not the placeholders
     (those are arguments and are indexed as such)."""
@@ -114,7 +120,6 @@ def fields(capability: Mapping[str, Any]) -> dict[str, list[str]]:
     title = _text(capability.get("title")).strip()
     description = _text(capability.get("description")).strip()
     arguments = list(_arguments(capability))
-    output = capability.get("outputSchema") if isinstance(capability.get("outputSchema"), Mapping) else {}
     prose = {
         "name": terms(_text(capability.get("name"))),
         "title": terms(title),
@@ -125,7 +130,7 @@ def fields(capability: Mapping[str, Any]) -> dict[str, list[str]]:
         "tags": terms(*_tags(capability)),
         "params": terms(*(name for name, _ in arguments)),
         "param_text": terms(*(text for _, text in arguments)),
-        "returns": terms(*_schema_words(output, output.get("$defs") or {})),
+        "returns": terms(*response_words(capability)),
         "phrases": [pair for words in prose.values() for pair in phrases(words)],
         "verbs": terms(METHOD_VERBS.get(_text(capability.get("method")).upper(), "")),
     }
