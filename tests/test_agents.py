@@ -69,8 +69,8 @@ def test_minting_a_token_registers_its_agent_in_its_org(engine, agents) -> None:
     tokens.create("acme", "bob", "laptop", ["memory:write"])  # already there: unchanged
     tokens.create("globex", "gus", "laptop", ["memory:write"])  # same id, another org: its own agent
 
-    assert [(a.id, a.name, a.active) for a in agents.list("acme")] == [("laptop", "laptop", True)]
-    assert [a.org_id for a in agents.list("globex")] == ["globex"]
+    assert [(a.id, a.name, a.active) for a in agents.in_org("acme")] == [("laptop", "laptop", True)]
+    assert [a.org_id for a in agents.in_org("globex")] == ["globex"]
 
 
 def test_no_token_is_minted_for_a_deactivated_agent(engine, agents) -> None:
@@ -87,9 +87,9 @@ def test_deactivating_an_id_that_several_orgs_use_needs_the_org(engine, agents) 
         TokenStore(engine).create(org, "u", "shared", ["memory:read"])
 
     assert len(agents.deactivate("shared")) == 2
-    assert all(a.active for a in agents.list("acme") + agents.list("globex"))
+    assert all(a.active for a in agents.in_org("acme") + agents.in_org("globex"))
     assert [a.org_id for a in agents.deactivate("shared", "globex")] == ["globex"]
-    assert [a.active for a in agents.list("globex")] == [False]
+    assert [a.active for a in agents.in_org("globex")] == [False]
 
 
 @pytest.fixture

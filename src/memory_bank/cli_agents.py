@@ -54,6 +54,6 @@ def agent_deactivate(
 @agent_app.command("list")
 def agent_list(org: Annotated[str, typer.Option(help="Organisation to list.")]) -> None:
     """One line per agent: id, name, active or inactive, created at (tab-separated)."""
-    for row in _agents().list(org):
+    for row in _agents().in_org(org):
         state = "active" if row.active else "inactive"
         typer.echo(f"{row.id}\t{row.name}\t{state}\t{row.created_at.isoformat()}")

@@ -78,8 +78,9 @@ class CallObserver:
             finally:
                 seconds = time.perf_counter() - started
                 route = scope.get("route")
-                operation_id = getattr(route, "operation_id", None)
-                self._metrics.observe_request(operation_id or getattr(route, "path", "unmatched"), response.status, seconds)
+                operation_id: str | None = getattr(route, "operation_id", None)
+                operation = operation_id or str(getattr(route, "path", "unmatched"))
+                self._metrics.observe_request(operation, response.status, seconds)
                 if operation_id:
                     state: dict[str, Any] = scope.get("state", {})
                     principal: Principal | None = state.get("principal")

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, col
 from starlette.concurrency import run_in_threadpool
 
 from memory_bank.errors import ApiError, ErrorCode
-from memory_bank.security import audit
+from memory_bank.security.audit import attribute_agent
 from memory_bank.security.principal import Principal
 from memory_bank.store.agents_table import AgentRow
 from memory_bank.store.columns import new_id
@@ -60,8 +60,8 @@ class AgentStore:
         with transaction(self._engine) as session:
             return session.get(AgentRow, (org_id, agent_id))
 
-    def list(self, org_id: str) -> list[AgentRow]:
-        statement = sa.select(AgentRow).where(AgentRow.org_id == org_id).order_by(AgentRow.created_at, AgentRow.id)
+    def in_org(self, org_id: str) -> list[AgentRow]:
+        statement = sa.select(AgentRow).where(col(AgentRow.org_id) == org_id).order_by(col(AgentRow.created_at), col(AgentRow.id))
         with transaction(self._engine) as session:
             return list(session.scalars(statement))
 
@@ -71,9 +71,9 @@ class AgentStore:
         Ids chosen at ``token create --agent`` time may repeat across orgs, so more
         than one match without an org is refused and nothing changes.
         """
-        statement = sa.select(AgentRow).where(AgentRow.id == agent_id)
+        statement = sa.select(AgentRow).where(col(AgentRow.id) == agent_id)
         if org_id is not None:
-            statement = statement.where(AgentRow.org_id == org_id)
+            statement = statement.where(col(AgentRow.org_id) == org_id)
         with transaction(self._engine, write=True) as session:
             rows = list(session.scalars(statement))
             if len(rows) == 1:
@@ -95,5 +95,5 @@ class AgentResolver:
             raise ApiError(ErrorCode.permission_denied, f"agent {agent_id!r} is not registered in this org")
         if not row.active:
             raise ApiError(ErrorCode.permission_denied, f"agent {agent_id!r} is deactivated")
-        audit.attribute_agent(agent_id)
+        attribute_agent(agent_id)
         return agent_id
