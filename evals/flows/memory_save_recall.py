@@ -18,8 +18,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +55,9 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@asynccontextmanager
-async def over_http(env: dict[str, str], token: str) -> AsyncIterator[Client]:
-    """``memory-bank serve`` on a free port, and a client sending the bearer header."""
+@contextmanager
+def serving(env: dict[str, str]) -> Iterator[str]:
+    """``memory-bank serve`` on a free port until the block ends; yields its base URL."""
     port = free_port()
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     server = subprocess.Popen([MEMORY_BANK, "serve", "--port", str(port)], env=env, **quiet)
@@ -73,12 +73,26 @@ async def over_http(env: dict[str, str], token: str) -> AsyncIterator[Client]:
             if server.poll() is not None or time.monotonic() > deadline:
                 raise FlowFailed("memory-bank serve did not come up")
             time.sleep(0.1)
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
-            async with Client(streamable_http_client(base + "/mcp", http_client=http)) as client:
-                yield client
+        yield base
     finally:
         server.terminate()
         server.wait(timeout=20)
+
+
+@asynccontextmanager
+async def mcp_over_http(base: str, token: str) -> AsyncIterator[Client]:
+    """An MCP client for ``base``/mcp sending the bearer header."""
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
+        async with Client(streamable_http_client(base + "/mcp", http_client=http)) as client:
+            yield client
+
+
+@asynccontextmanager
+async def over_http(env: dict[str, str], token: str) -> AsyncIterator[Client]:
+    """``memory-bank serve`` and a client sending the bearer header."""
+    with serving(env) as base:
+        async with mcp_over_http(base, token) as client:
+            yield client
 
 
 @asynccontextmanager
