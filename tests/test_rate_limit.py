@@ -113,6 +113,7 @@ def test_the_local_counter_forgets_past_minutes() -> None:
     counter.hit("globex", MINUTE)
     assert counter.hit("acme", MINUTE + 1) == 1
     assert counter._counts == {"acme": 1}
+    assert counter.hit("acme", MINUTE) == 2  # a straggler from the old minute does not reset the new one
 
 
 # -- through the app ----------------------------------------------------------------------

@@ -69,7 +69,9 @@ class LocalCounter:
 
     def hit(self, org_id: str, minute: int) -> int:
         with self._lock:
-            if minute != self._minute:  # a new minute: the old counts can never matter again
+            # A new minute: the old counts can never matter again. A straggler that read
+            # the clock just before the turn counts in the new minute (stricter, never looser).
+            if minute > self._minute:
                 self._minute, self._counts = minute, {}
             count = self._counts.get(org_id, 0) + 1
             self._counts[org_id] = count
