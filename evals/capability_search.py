@@ -76,13 +76,13 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))]
 
 
-def latency_summary(latencies_ms: Sequence[float]) -> dict[str, float]:
-    """Median and p95 of per-query latencies, in ms."""
+def latency_summary(latencies_ms: Sequence[float], name: str = "query_ms") -> dict[str, float]:
+    """Median and p95 of per-query latencies, in ms, as ``{name}_median`` / ``{name}_p95``."""
     if not latencies_ms:
-        return {"query_ms_median": 0.0, "query_ms_p95": 0.0}
+        return {f"{name}_median": 0.0, f"{name}_p95": 0.0}
     return {
-        "query_ms_median": round(statistics.median(latencies_ms), 3),
-        "query_ms_p95": round(percentile(latencies_ms, 95), 3),
+        f"{name}_median": round(statistics.median(latencies_ms), 3),
+        f"{name}_p95": round(percentile(latencies_ms, 95), 3),
     }
 
 
@@ -92,7 +92,7 @@ def report(result: Mapping[str, Any], *, as_json: bool) -> None:
         print(json.dumps(result))
         return
     for name, value in result.items():
-        print(f"{name:>16}  {value}")
+        print(f"{name:>20}  {value}")
 
 
 def evaluate(queries: Sequence[Query], rank: Ranker, *, k: int = 5) -> dict[str, float]:
