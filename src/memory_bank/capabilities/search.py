@@ -7,9 +7,11 @@ built once at construction and answered from memory:
 * the operation itself: BM25F over its fields (name, title, path, tags, description,
   arguments; weights and why in :mod:`search_fields`);
 * its API: BM25 over the pooled titles, tags, descriptions and name of every operation
-  from the same source, so a request about fruit goes to the fruit API even when the one operation
-  that answers it never says "fruit". It only re-weights operations that match on
-  their own, so it cannot surface an operation with no evidence.
+  from the same source, so a request about fruit favours the fruit API even when the
+  operation that answers it never says "fruit". It only re-weights operations that
+  match on their own, so it cannot surface an operation with no evidence. Its share,
+  ``API_WEIGHT``, is a quarter: set once, a tie-breaker between APIs, never the
+  main evidence.
 
 Score = ``(1 - API_WEIGHT) * operation + API_WEIGHT * api``, both in [0, 1] (see
 :mod:`bm25f` for what 1 means), so the score is in [0, 1] and a caller may apply a
