@@ -18,14 +18,20 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
-from sqlmodel import Session, SQLModel
+from sqlmodel import Session
 
 from memory_bank.settings import Settings
 from memory_bank.store import agents_table, audit_table, tables  # noqa: F401  (registers the tables on SQLModel.metadata)
+from memory_bank.store import migrations
 from memory_bank.store.search import SearchBackend
+from memory_bank.store.search_mysql import MysqlSearch
 from memory_bank.store.search_sqlite import SqliteSearch
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
+MYSQL_POOL_RECYCLE_SECONDS = 1800
+#: Per replica: the worker threads that run store calls, plus headroom for bursts.
+MYSQL_POOL_SIZE = 20
+MYSQL_POOL_OVERFLOW = 20
 _WRITE = "memory_bank_write"
 
 
@@ -36,7 +42,17 @@ def _json_serializer(value: Any) -> str:
 
 def make_engine(url: str) -> Engine:
     if not url.startswith("sqlite"):
-        return sa.create_engine(url, json_serializer=_json_serializer, pool_pre_ping=True)
+        # pre_ping and a recycle well under wait_timeout: a replica idle overnight, or a
+        # database failover, must not hand the next request a dead connection.
+        return sa.create_engine(
+            url,
+            json_serializer=_json_serializer,
+            pool_pre_ping=True,
+            pool_recycle=MYSQL_POOL_RECYCLE_SECONDS,
+            pool_size=MYSQL_POOL_SIZE,
+            max_overflow=MYSQL_POOL_OVERFLOW,
+            connect_args={"charset": "utf8mb4"},
+        )
     engine = sa.create_engine(
         url, json_serializer=_json_serializer, connect_args={"check_same_thread": False}
     )
@@ -60,14 +76,17 @@ def search_backend(engine: Engine) -> SearchBackend:
     """The full-text backend for this engine's dialect."""
     if engine.dialect.name == "sqlite":
         return SqliteSearch()
+    if engine.dialect.name in ("mysql", "mariadb"):
+        return MysqlSearch()
     raise NotImplementedError(f"no full-text search backend for {engine.dialect.name!r} yet")
 
 
-def create_schema(engine: Engine) -> None:
-    """Create the tables and the search index if missing; safe on every start."""
-    SQLModel.metadata.create_all(engine)
-    with engine.begin() as connection:
-        search_backend(engine).install(connection)
+def create_schema(engine: Engine) -> tuple[str | None, str | None]:
+    """Apply pending migrations, then add the search index if missing; (revision before, after).
+
+    Safe on every start, also when several replicas start at once (``store.migrations``).
+    """
+    return migrations.upgrade(engine.execution_options(**{_WRITE: True}), search_backend(engine).install)
 
 
 def open_database(settings: Settings) -> Engine:
