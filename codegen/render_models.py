@@ -20,10 +20,18 @@ IMPORTS: ImportGroups = (
 )
 
 
+#: Optional fields get ``| None`` so that "not sent" is representable; a field the spec
+#: does not make nullable must then be left out of responses rather than sent as ``null``
+#: (which its schema forbids), so each such field is excluded when it is None.
+OMIT_NONE = '''def _omit_none(value: object) -> bool:
+    """An optional field the spec does not make nullable is left out, never sent as null."""
+    return value is None'''
+
+
 def render_models(spec: dict[str, Any]) -> str:
     schemas: dict[str, Any] = spec.get("components", {}).get("schemas", {})
     namer = TypeNamer(spec)
-    blocks: list[str] = []
+    blocks: list[str] = [OMIT_NONE]
     classes: list[str] = []
     for key in _dependency_order(schemas):
         schema = schemas[key]
@@ -96,14 +104,16 @@ def _render_class(name: str, schema: dict[str, Any], namer: TypeNamer) -> str:
 def _render_field(owner: str, prop: str, schema: dict[str, Any], required: bool, namer: TypeNamer) -> str:
     expression = namer.expression(schema, owner + pascal_case(prop))
     field_args: dict[str, Any] = {}
+    omit_none = not required and "None" not in expression.split(" | ")
     if not required:
-        if "None" not in expression.split(" | "):
-            expression += " | None"
         field_args["default"] = schema.get("default")
+    if omit_none:
+        expression += " | None"
     field_args.update(_field_args(schema))
     if not prop.isidentifier():
         raise ValueError(f"{owner}.{prop}: property names must be Python identifiers")
-    return f"{prop}: {expression} = Field({keyword_args(field_args)})" if field_args else f"{prop}: {expression}"
+    arguments = keyword_args(field_args) + (", exclude_if=_omit_none" if omit_none else "")
+    return f"{prop}: {expression} = Field({arguments})" if field_args else f"{prop}: {expression}"
 
 
 def _field_args(schema: dict[str, Any]) -> dict[str, Any]:

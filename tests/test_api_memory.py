@@ -26,7 +26,7 @@ def test_post_returns_the_memory_then_replays_it(ann: TestClient) -> None:
     memory = first.json()
     assert memory["agent_id"] == "claude" and memory["user_id"] == "ann"
     assert (memory["scope"], memory["category"], memory["confidence"], memory["version"]) == ("user", "fact", 0.6, 1)
-    assert memory["contexts"] == [{"snippet": "I use vim", "origin": None}]
+    assert memory["contexts"] == [{"snippet": "I use vim"}]  # no origin: left out, never null
     assert "org_id" not in memory and "chain_id" not in memory
     again = ann.post("/v1/memory", json=body)
     assert again.status_code == 200 and again.json()["id"] == memory["id"]

@@ -10,6 +10,11 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
+def _omit_none(value: object) -> bool:
+    """An optional field the spec does not make nullable is left out, never sent as null."""
+    return value is None
+
+
 MemoryId = Annotated[str, Field(pattern='^[A-Za-z0-9_-]{21}$', description='URL-safe random id of 21 characters.')]
 
 
@@ -40,7 +45,7 @@ class Context(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     snippet: str = Field(min_length=1, max_length=2000, description='The supporting text.')
-    origin: str | None = Field(default=None, max_length=512, description='Where the snippet came from: a URL, file, channel or session.')
+    origin: str | None = Field(default=None, max_length=512, description='Where the snippet came from: a URL, file, channel or session.', exclude_if=_omit_none)
 
 
 Contexts = Annotated[list[Context], Field(max_length=16)]
@@ -53,29 +58,29 @@ class MemoryCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     content: Content
-    tags: TagList | None = Field(default=None)
-    contexts: Contexts | None = Field(default=None)
-    scope: Scope | None = Field(default=None)
-    source: str | None = Field(default=None, min_length=1, max_length=256, description='Who or what produced it, e.g. `conversation`, `tool:web`.')
-    category: Category | None = Field(default=None)
-    confidence: Confidence | None = Field(default=None)
-    project_id: ProjectId | None = Field(default=None)
-    keypath: Keypath | None = Field(default=None)
-    agent_id: str | None = Field(default=None, min_length=1, max_length=128, description='The agent saving it, when the token names none.')
+    tags: TagList | None = Field(default=None, exclude_if=_omit_none)
+    contexts: Contexts | None = Field(default=None, exclude_if=_omit_none)
+    scope: Scope | None = Field(default=None, exclude_if=_omit_none)
+    source: str | None = Field(default=None, min_length=1, max_length=256, description='Who or what produced it, e.g. `conversation`, `tool:web`.', exclude_if=_omit_none)
+    category: Category | None = Field(default=None, exclude_if=_omit_none)
+    confidence: Confidence | None = Field(default=None, exclude_if=_omit_none)
+    project_id: ProjectId | None = Field(default=None, exclude_if=_omit_none)
+    keypath: Keypath | None = Field(default=None, exclude_if=_omit_none)
+    agent_id: str | None = Field(default=None, min_length=1, max_length=128, description='The agent saving it, when the token names none.', exclude_if=_omit_none)
 
 
 class KeypathValue(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     content: Content
-    tags: TagList | None = Field(default=None)
-    contexts: Contexts | None = Field(default=None)
-    scope: Scope | None = Field(default=None)
-    source: str | None = Field(default=None, min_length=1, max_length=256)
-    category: Category | None = Field(default=None)
-    confidence: Confidence | None = Field(default=None)
-    project_id: ProjectId | None = Field(default=None)
-    agent_id: str | None = Field(default=None, min_length=1, max_length=128)
+    tags: TagList | None = Field(default=None, exclude_if=_omit_none)
+    contexts: Contexts | None = Field(default=None, exclude_if=_omit_none)
+    scope: Scope | None = Field(default=None, exclude_if=_omit_none)
+    source: str | None = Field(default=None, min_length=1, max_length=256, exclude_if=_omit_none)
+    category: Category | None = Field(default=None, exclude_if=_omit_none)
+    confidence: Confidence | None = Field(default=None, exclude_if=_omit_none)
+    project_id: ProjectId | None = Field(default=None, exclude_if=_omit_none)
+    agent_id: str | None = Field(default=None, min_length=1, max_length=128, exclude_if=_omit_none)
 
 
 class MemoryPatch(BaseModel):
@@ -83,14 +88,14 @@ class MemoryPatch(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    content: Content | None = Field(default=None)
-    tags: TagList | None = Field(default=None)
-    contexts: Contexts | None = Field(default=None)
-    source: str | None = Field(default=None, min_length=1, max_length=256)
-    category: Category | None = Field(default=None)
-    confidence: Confidence | None = Field(default=None)
-    project_id: ProjectId | None = Field(default=None)
-    expected_version: int | None = Field(default=None, ge=1, description='Fail with 409 unless this is the current version number.')
+    content: Content | None = Field(default=None, exclude_if=_omit_none)
+    tags: TagList | None = Field(default=None, exclude_if=_omit_none)
+    contexts: Contexts | None = Field(default=None, exclude_if=_omit_none)
+    source: str | None = Field(default=None, min_length=1, max_length=256, exclude_if=_omit_none)
+    category: Category | None = Field(default=None, exclude_if=_omit_none)
+    confidence: Confidence | None = Field(default=None, exclude_if=_omit_none)
+    project_id: ProjectId | None = Field(default=None, exclude_if=_omit_none)
+    expected_version: int | None = Field(default=None, ge=1, description='Fail with 409 unless this is the current version number.', exclude_if=_omit_none)
 
     @model_validator(mode="before")
     @classmethod
@@ -113,7 +118,7 @@ class Memory(BaseModel):
     confidence: float
     project_id: str | None = Field(default=None)
     keypath: str | None = Field(default=None)
-    user_id: str | None = Field(default=None, description='The user who saved it.')
+    user_id: str | None = Field(default=None, description='The user who saved it.', exclude_if=_omit_none)
     agent_id: str | None = Field(default=None, description='The agent that saved it.')
     version: int = Field(ge=1, description='1 for the first version, +1 for every change.')
     supersedes_id: str | None = Field(default=None, description='The version this one replaced.')
@@ -141,9 +146,9 @@ class FeedbackCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     feedback: Literal['helpful', 'not_helpful', 'outdated', 'incorrect']
-    session_id: str | None = Field(default=None, min_length=1, max_length=128)
-    trace_id: str | None = Field(default=None, min_length=1, max_length=128)
-    notes: str | None = Field(default=None, max_length=2000)
+    session_id: str | None = Field(default=None, min_length=1, max_length=128, exclude_if=_omit_none)
+    trace_id: str | None = Field(default=None, min_length=1, max_length=128, exclude_if=_omit_none)
+    notes: str | None = Field(default=None, max_length=2000, exclude_if=_omit_none)
 
 
 class Feedback(BaseModel):
@@ -204,10 +209,10 @@ class Problem(BaseModel):
     title: str
     status: int
     code: Literal['unauthorized', 'permission_denied', 'not_found', 'invalid_params', 'payload_too_large', 'conflict', 'rate_limited', 'rate_limit_unavailable', 'backend_unavailable', 'backend_error']
-    detail: str | None = Field(default=None)
-    instance: str | None = Field(default=None)
-    request_id: str | None = Field(default=None)
-    errors: list[FieldError] | None = Field(default=None)
+    detail: str | None = Field(default=None, exclude_if=_omit_none)
+    instance: str | None = Field(default=None, exclude_if=_omit_none)
+    request_id: str | None = Field(default=None, exclude_if=_omit_none)
+    errors: list[FieldError] | None = Field(default=None, exclude_if=_omit_none)
 
 
 for _model in (Context, MemoryCreate, KeypathValue, MemoryPatch, Memory, SearchHit, MemoryPage, FeedbackCreate, Feedback, ImportResult, CapabilityCard, CapabilitySearchResult, FieldError, Problem,):
