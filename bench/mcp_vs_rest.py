@@ -30,7 +30,7 @@ sys.path[:0] = [str(ROOT / "evals"), str(ROOT / "evals" / "flows")]
 from capability_search import percentile, report  # noqa: E402
 from memory_save_recall import mcp_over_http, mint_token, serving  # noqa: E402
 
-QUERY = {"q": "daytona sandbox deploy", "limit": 10}
+QUERY: dict[str, str | int] = {"q": "daytona sandbox deploy", "limit": 10}
 WARMUP = 20
 
 

@@ -59,8 +59,8 @@ def free_port() -> int:
 def serving(env: dict[str, str]) -> Iterator[str]:
     """``memory-bank serve`` on a free port until the block ends; yields its base URL."""
     port = free_port()
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    server = subprocess.Popen([MEMORY_BANK, "serve", "--port", str(port)], env=env, **quiet)
+    command = [MEMORY_BANK, "serve", "--port", str(port)]
+    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
@@ -118,7 +118,8 @@ async def save_and_recall(client: Client) -> None:
     hits = (recalled.structured_content or {}).get("result", [])
     hit = next((h for h in hits if h["memory"]["id"] == memory.get("id")), None)
     check(not recalled.is_error and hit is not None, "getMemorySearch recalls it", hits)
-    check(0 < hit["score"] <= 1 and hit["memory"]["contexts"] == [CONTEXT], "with a score and its context", hit)
+    scored = hit is not None and 0 < hit["score"] <= 1 and hit["memory"]["contexts"] == [CONTEXT]
+    check(scored, "with a score and its context", hit)
 
 
 async def main(transport: str) -> None:

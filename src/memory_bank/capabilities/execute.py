@@ -241,7 +241,7 @@ class Executor:
         method, path = route
         for name, value in (arguments.get("path") or {}).items():
             path = path.replace("{" + name + "}", quote(_text(value), safe=""))
-        params: list[tuple[str, str]] = []
+        params: list[tuple[str, str | int | float | bool | None]] = []
         for name, value in (arguments.get("query") or {}).items():
             values: Sequence[Any] = value if isinstance(value, list) else [value]
             params += [(name, _text(v)) for v in values if v is not None]
@@ -264,11 +264,10 @@ def _outcome(response: httpx.Response, output_schema: Mapping[str, Any] | None) 
     is_json = response.headers.get("content-type", "").split(";")[0].strip().endswith("json")
     body = response.json() if is_json and response.content else None
     if response.is_error:
-        code = body.get("code") if isinstance(body, dict) else None
-        if code not in ErrorCode.__members__:
-            fallback = STATUS_CODES.get(response.status_code, ErrorCode.backend_error)
-            return Outcome.failure(ApiError(fallback, f"the operation failed with HTTP {response.status_code}"))
-        return Outcome.of_problem(body)
+        if isinstance(body, dict) and body.get("code") in ErrorCode.__members__:
+            return Outcome.of_problem(body)
+        fallback = STATUS_CODES.get(response.status_code, ErrorCode.backend_error)
+        return Outcome.failure(ApiError(fallback, f"the operation failed with HTTP {response.status_code}"))
     if not is_json:
         return Outcome(None, response.text or f"Done (HTTP {response.status_code}, no content).")
     structured = {"result": body} if is_wrapped(output_schema) else body

@@ -23,6 +23,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from memory_bank.capabilities.execute import Caller
@@ -40,6 +41,8 @@ _CALLER = "mcp_caller"
 
 def _caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
     """The caller ``McpHttp`` authenticated, from the HTTP request this message came in."""
+    if ctx.request is None:
+        raise RuntimeError("an HTTP transport message came without its HTTP request")
     caller: Caller = getattr(ctx.request.state, _CALLER)
     return caller
 
@@ -75,7 +78,7 @@ class McpHttp:
 
     def install(self, app: FastAPI) -> None:
         """Route ``/mcp`` and the metadata document (at the origin and RFC 9728's path-suffixed URL)."""
-        app.add_route(MCP_PATH, self, include_in_schema=False)
+        app.router.routes.append(Route(MCP_PATH, self, include_in_schema=False))
 
         async def metadata(request: Request) -> JSONResponse:
             return JSONResponse(self.resource_metadata())

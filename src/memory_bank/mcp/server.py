@@ -34,7 +34,7 @@ INSTRUCTIONS = (
 
 def build_server(toolbox: Toolbox, caller_of: CallerOf) -> Server[Any]:
     async def list_tools(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=toolbox.list(caller_of(ctx)))
+        return types.ListToolsResult(tools=toolbox.tools_for(caller_of(ctx)))
 
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         try:

@@ -114,7 +114,7 @@ class Toolbox:
         self._meta_schemas = {tool.name: tool.input_schema for tool in (SEARCH_TOOL, EXECUTE_TOOL)}
         self._validators = {name: Draft202012Validator(schema) for name, schema in self._meta_schemas.items()}
 
-    def list(self, caller: Caller) -> list[types.Tool]:
+    def tools_for(self, caller: Caller) -> list[types.Tool]:
         """The meta-tools, then (in direct mode) each operation the caller's token allows."""
         tools = [SEARCH_TOOL, EXECUTE_TOOL] if self._meta else []
         if self._direct:
