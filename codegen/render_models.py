@@ -16,22 +16,30 @@ from codegen.pytypes import InlineModel, TypeNamer, component_refs, constraints,
 
 IMPORTS: ImportGroups = (
     {"datetime": ("date", "datetime"), "typing": ("Annotated", "Any", "Literal")},
-    {"pydantic": ("BaseModel", "ConfigDict", "Field", "model_validator")},
+    {"pydantic": ("BaseModel", "ConfigDict", "Field", "field_validator", "model_validator"), "pydantic_core": ("PydanticCustomError",)},
 )
 
 
-#: Optional fields get ``| None`` so that "not sent" is representable; a field the spec
-#: does not make nullable must then be left out of responses rather than sent as ``null``
-#: (which its schema forbids), so each such field is excluded when it is None.
-OMIT_NONE = '''def _omit_none(value: object) -> bool:
+#: Optional fields get ``| None`` so that "not sent" is representable. A field the spec
+#: does not make nullable must still never be ``null`` on the wire: it is left out of
+#: responses when None, and a request that sends it as null is refused (a before-validator
+#: only runs on values actually sent, so leaving the field out stays allowed).
+NULL_HELPERS = '''def _omit_none(value: object) -> bool:
     """An optional field the spec does not make nullable is left out, never sent as null."""
-    return value is None'''
+    return value is None
+
+
+def _refuse_null(cls: type, value: Any) -> Any:
+    """An optional field the spec does not make nullable may be left out, but not sent as null."""
+    if value is None:
+        raise PydanticCustomError("null_type", "null is not allowed here; leave the field out instead")
+    return value'''
 
 
 def render_models(spec: dict[str, Any]) -> str:
     schemas: dict[str, Any] = spec.get("components", {}).get("schemas", {})
     namer = TypeNamer(spec)
-    blocks: list[str] = [OMIT_NONE]
+    blocks: list[str] = [NULL_HELPERS]
     classes: list[str] = []
     for key in _dependency_order(schemas):
         schema = schemas[key]
@@ -94,14 +102,21 @@ def _render_class(name: str, schema: dict[str, Any], namer: TypeNamer) -> str:
     lines.append(f'    model_config = ConfigDict(extra="{extra}")')
     lines.append("")
     required = set(schema.get("required", []))
+    not_null: list[str] = []
     for prop, prop_schema in schema.get("properties", {}).items():
-        lines.append("    " + _render_field(name, prop, prop_schema, prop in required, namer))
+        line, omits_none = _render_field(name, prop, prop_schema, prop in required, namer)
+        lines.append("    " + line)
+        if omits_none:
+            not_null.append(prop)
+    if not_null:
+        lines.extend(["", f'    _no_null = field_validator({", ".join(map(repr, not_null))}, mode="before")(_refuse_null)'])
     if "minProperties" in schema:
         lines.extend(_min_properties_validator(schema["minProperties"]))
     return "\n".join(lines)
 
 
-def _render_field(owner: str, prop: str, schema: dict[str, Any], required: bool, namer: TypeNamer) -> str:
+def _render_field(owner: str, prop: str, schema: dict[str, Any], required: bool, namer: TypeNamer) -> tuple[str, bool]:
+    """The field's line, and whether it is optional without being nullable (None means "not sent")."""
     expression = namer.expression(schema, owner + pascal_case(prop))
     field_args: dict[str, Any] = {}
     omit_none = not required and "None" not in expression.split(" | ")
@@ -113,7 +128,7 @@ def _render_field(owner: str, prop: str, schema: dict[str, Any], required: bool,
     if not prop.isidentifier():
         raise ValueError(f"{owner}.{prop}: property names must be Python identifiers")
     arguments = keyword_args(field_args) + (", exclude_if=_omit_none" if omit_none else "")
-    return f"{prop}: {expression} = Field({arguments})" if field_args else f"{prop}: {expression}"
+    return (f"{prop}: {expression} = Field({arguments})" if field_args else f"{prop}: {expression}"), omit_none
 
 
 def _field_args(schema: dict[str, Any]) -> dict[str, Any]:

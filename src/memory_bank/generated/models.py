@@ -7,12 +7,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 
 def _omit_none(value: object) -> bool:
     """An optional field the spec does not make nullable is left out, never sent as null."""
     return value is None
+
+
+def _refuse_null(cls: type, value: Any) -> Any:
+    """An optional field the spec does not make nullable may be left out, but not sent as null."""
+    if value is None:
+        raise PydanticCustomError("null_type", "null is not allowed here; leave the field out instead")
+    return value
 
 
 MemoryId = Annotated[str, Field(pattern='^[A-Za-z0-9_-]{21}$', description='URL-safe random id of 21 characters.')]
@@ -47,6 +55,8 @@ class Context(BaseModel):
     snippet: str = Field(min_length=1, max_length=2000, description='The supporting text.')
     origin: str | None = Field(default=None, max_length=512, description='Where the snippet came from: a URL, file, channel or session.', exclude_if=_omit_none)
 
+    _no_null = field_validator('origin', mode="before")(_refuse_null)
+
 
 Contexts = Annotated[list[Context], Field(max_length=16)]
 
@@ -68,6 +78,8 @@ class MemoryCreate(BaseModel):
     keypath: Keypath | None = Field(default=None, exclude_if=_omit_none)
     agent_id: str | None = Field(default=None, min_length=1, max_length=128, description='The agent saving it, when the token names none.', exclude_if=_omit_none)
 
+    _no_null = field_validator('tags', 'contexts', 'scope', 'source', 'category', 'confidence', 'project_id', 'keypath', 'agent_id', mode="before")(_refuse_null)
+
 
 class KeypathValue(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -81,6 +93,8 @@ class KeypathValue(BaseModel):
     confidence: Confidence | None = Field(default=None, exclude_if=_omit_none)
     project_id: ProjectId | None = Field(default=None, exclude_if=_omit_none)
     agent_id: str | None = Field(default=None, min_length=1, max_length=128, exclude_if=_omit_none)
+
+    _no_null = field_validator('tags', 'contexts', 'scope', 'source', 'category', 'confidence', 'project_id', 'agent_id', mode="before")(_refuse_null)
 
 
 class MemoryPatch(BaseModel):
@@ -96,6 +110,8 @@ class MemoryPatch(BaseModel):
     confidence: Confidence | None = Field(default=None, exclude_if=_omit_none)
     project_id: ProjectId | None = Field(default=None, exclude_if=_omit_none)
     expected_version: int | None = Field(default=None, ge=1, description='Fail with 409 unless this is the current version number.', exclude_if=_omit_none)
+
+    _no_null = field_validator('content', 'tags', 'contexts', 'source', 'category', 'confidence', 'project_id', 'expected_version', mode="before")(_refuse_null)
 
     @model_validator(mode="before")
     @classmethod
@@ -127,6 +143,8 @@ class Memory(BaseModel):
     created_at: datetime
     updated_at: datetime
 
+    _no_null = field_validator('user_id', mode="before")(_refuse_null)
+
 
 class SearchHit(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -149,6 +167,8 @@ class FeedbackCreate(BaseModel):
     session_id: str | None = Field(default=None, min_length=1, max_length=128, exclude_if=_omit_none)
     trace_id: str | None = Field(default=None, min_length=1, max_length=128, exclude_if=_omit_none)
     notes: str | None = Field(default=None, max_length=2000, exclude_if=_omit_none)
+
+    _no_null = field_validator('session_id', 'trace_id', 'notes', mode="before")(_refuse_null)
 
 
 class Feedback(BaseModel):
@@ -213,6 +233,8 @@ class Problem(BaseModel):
     instance: str | None = Field(default=None, exclude_if=_omit_none)
     request_id: str | None = Field(default=None, exclude_if=_omit_none)
     errors: list[FieldError] | None = Field(default=None, exclude_if=_omit_none)
+
+    _no_null = field_validator('detail', 'instance', 'request_id', 'errors', mode="before")(_refuse_null)
 
 
 for _model in (Context, MemoryCreate, KeypathValue, MemoryPatch, Memory, SearchHit, MemoryPage, FeedbackCreate, Feedback, ImportResult, CapabilityCard, CapabilitySearchResult, FieldError, Problem,):
