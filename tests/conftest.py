@@ -1,9 +1,10 @@
-"""Fixtures for store and API tests: a real SQLite file per test, the real app, real tokens."""
+"""Fixtures for store and API tests: each on SQLite and on MariaDB (``backends``), the real app, real tokens."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
+import backends
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
@@ -21,9 +22,26 @@ MakeToken = Callable[..., str]
 MakeClient = Callable[..., TestClient]
 
 
+@pytest.fixture(scope="session")
+def mysql_run_database() -> Iterator[str]:
+    """This run's own MariaDB/MySQL database, migrated by the first app that opens it."""
+    with backends.fresh_database(backends.mysql_server()) as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", pytest.param("mysql", marks=pytest.mark.mysql)])
+def database_url(request: pytest.FixtureRequest, tmp_path) -> str:
+    """Every test that uses the database runs once per backend, each time on an empty one."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'memory-bank.db'}"
+    url: str = request.getfixturevalue("mysql_run_database")
+    backends.empty_tables(url)
+    return url
+
+
 @pytest.fixture
-def settings(tmp_path) -> Settings:
-    return Settings(database_url=f"sqlite:///{tmp_path / 'memory-bank.db'}")
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""MemoryStore against a real SQLite file: idempotency, versions, deletes, keypaths, paging."""
+"""MemoryStore on each backend: idempotency, versions, deletes, keypaths, paging."""
 
 from __future__ import annotations
 

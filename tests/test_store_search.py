@@ -1,8 +1,9 @@
-"""Full-text search on SQLite: query words, the score rule, ranking and filters."""
+"""Full-text search on both backends: query words, the score rule, ranking and filters."""
 
 from __future__ import annotations
 
 import pytest
+from backends import sqlite_only
 
 from memory_bank.store import MemoryFilter, MemoryStore
 from memory_bank.store.search import query_terms, score
@@ -39,6 +40,7 @@ def test_more_matching_words_rank_first(store: MemoryStore, ann) -> None:
     assert all(0 <= s <= 1 for s in scores)
 
 
+@sqlite_only
 def test_stemming_and_tags_are_searched(store: MemoryStore, ann) -> None:
     row, _ = store.create(ann, {"content": "Runs the nightly backups", "tags": ["infrastructure"]})
     assert [r.id for r, _ in store.search(ann, EVERYTHING, "running backup", 5)] == [row.id]
@@ -86,6 +88,7 @@ def test_search_filters_apply(store: MemoryStore, ann) -> None:
     assert len(store.search(ann, MemoryFilter(project_id="home"), "coffee", 5)) == 1
 
 
+@sqlite_only
 def test_non_ascii_tags_are_searchable(store: MemoryStore, ann) -> None:
     row, _ = store.create(ann, {"content": "x", "tags": ["café"]})
     assert [r.id for r, _ in store.search(ann, MemoryFilter(tags=("café",)), "cafe", 5)] == [row.id]

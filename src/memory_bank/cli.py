@@ -14,6 +14,7 @@ import uvicorn
 from rich.console import Console
 
 from memory_bank.cli_agents import agent_app
+from memory_bank.cli_db import db_app
 from memory_bank.security.tokens import PERMISSIONS, TokenStore
 from memory_bank.settings import Profile, Settings, get_settings
 from memory_bank.store.database import open_database
@@ -21,6 +22,7 @@ from memory_bank.store.database import open_database
 app = typer.Typer(help="Memory Bank: durable, searchable memory for AI agents.", no_args_is_help=True)
 token_app = typer.Typer(help="Bearer tokens.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
+app.add_typer(db_app, name="db")
 app.add_typer(agent_app, name="agent")
 
 _stderr = Console(stderr=True, soft_wrap=True)

@@ -1,0 +1,87 @@
+"""The databases a test run uses: SQLite always, MariaDB/MySQL when a server is configured.
+
+``MEMORY_BANK_TEST_MYSQL_URL`` names a server account (any database in the URL is
+only used to connect); each run creates its own ``mb_test_<random>`` database on
+it and drops it at the end. Without a server, or without mysqlclient, MySQL cases
+skip with the reason, except in CI (``CI=true``), where a run that silently
+skipped them would pass without having tested the production backend: there
+they fail with the reason instead.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, make_url
+
+MYSQL_URL_VARIABLE = "MEMORY_BANK_TEST_MYSQL_URL"
+
+def unavailable(reason: str) -> None:
+    """Skip on a developer's machine; fail in CI, where the MySQL suite must run."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"the MySQL/MariaDB suite must run in CI, but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def mysql_server() -> URL:
+    """The configured server, checked reachable; skips or fails (``unavailable``) otherwise."""
+    raw = os.environ.get(MYSQL_URL_VARIABLE)
+    if not raw:
+        unavailable(f"{MYSQL_URL_VARIABLE} is not set (e.g. mysql+mysqldb://root@127.0.0.1:3306/test)")
+    try:
+        import MySQLdb  # noqa: F401
+    except ImportError as exc:
+        unavailable(f"mysqlclient is not installed ({exc}); pip install -e '.[mysql]'")
+    url = make_url(raw)
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect():
+            pass
+    except sa.exc.OperationalError as exc:
+        unavailable(f"cannot reach {url.render_as_string(hide_password=True)}: {exc.orig}")
+    finally:
+        engine.dispose()
+    return url
+
+
+@contextmanager
+def fresh_database(server: URL) -> Iterator[str]:
+    """A new, empty ``mb_test_<random>`` database on ``server``; dropped on exit. Yields its URL."""
+    name = f"mb_test_{secrets.token_hex(6)}"
+    admin = sa.create_engine(server)
+    try:
+        with admin.connect() as connection:
+            connection.exec_driver_sql(f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
+        try:
+            yield server.set(database=name).render_as_string(hide_password=False)
+        finally:
+            with admin.connect() as connection:
+                connection.exec_driver_sql(f"DROP DATABASE IF EXISTS {name}")
+    finally:
+        admin.dispose()
+
+
+def empty_tables(url: str) -> None:
+    """Delete every row, keeping the migrated schema: a clean slate in milliseconds."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as connection:
+            connection.exec_driver_sql("SET FOREIGN_KEY_CHECKS = 0")  # this session only
+            for table in sa.inspect(connection).get_table_names():
+                if table != "alembic_version":
+                    connection.exec_driver_sql(f"DELETE FROM {table}")
+    finally:
+        engine.dispose()
+
+
+#: For a test of a SQLite-only search feature (porter stemming, tag words as text):
+#: InnoDB FULLTEXT has neither, as ``store.search_mysql`` says.
+sqlite_only = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+
+#: For a test of the MySQL/MariaDB backend itself.
+mysql_only = pytest.mark.parametrize("database_url", [pytest.param("mysql", marks=pytest.mark.mysql)], indirect=True)

@@ -1,0 +1,101 @@
+"""The MySQL/MariaDB search backend: FULLTEXT pitfalls, tenant-independent ranking, bootstrap."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import backends
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from memory_bank.store import MemoryFilter, MemoryStore
+from memory_bank.store.bootstrap_mysql import FULLTEXT_INDEX, has_fulltext
+from memory_bank.store.database import create_schema, make_engine
+
+pytestmark = pytest.mark.mysql
+
+EVERYTHING = MemoryFilter()
+
+
+@pytest.fixture
+def ann(make_principal):
+    return make_principal("acme", "ann")
+
+
+def found(store: MemoryStore, principal, q: str) -> list[str]:
+    return [row.content for row, _ in store.search(principal, EVERYTHING, q, 100)]
+
+
+@backends.mysql_only
+def test_words_the_index_cannot_see_are_still_found(store: MemoryStore, ann) -> None:
+    """Under innodb_ft_min_token_size, on InnoDB's stopword list, or in every row."""
+    store.create(ann, {"content": "we go to the AI summit"})
+    store.create(ann, {"content": "the docs live at www example com"})
+    assert found(store, ann, "go") == ["we go to the AI summit"]
+    assert found(store, ann, "ai summit") == ["we go to the AI summit"]
+    assert found(store, ann, "www") == ["the docs live at www example com"]
+    assert len(found(store, ann, "the")) == 0  # our own stopword: no terms, no hits
+    everywhere = found(store, ann, "we docs go")
+    assert everywhere[0] == "we go to the AI summit" and len(everywhere) == 2
+
+
+@backends.mysql_only
+def test_a_saved_memory_is_searchable_at_once(store: MemoryStore, ann) -> None:
+    for n in range(20):
+        store.create(ann, {"content": f"fact number {n} about zebras"})
+        assert len(found(store, ann, "zebras")) == n + 1
+
+
+@backends.mysql_only
+def test_other_tenants_rows_do_not_change_a_ranking(store: MemoryStore, engine: Engine, make_principal) -> None:
+    """InnoDB's IDF counts every tenant's rows; the owner-local BM25 re-scoring does not."""
+    ann, bob = make_principal("acme", "ann"), make_principal("globex", "bob")
+    mine = ["python build snippets", "gardening tips spring", "gardening club dates", "budget review notes"]
+    for content in mine:
+        store.create(ann, {"content": content})
+    before = store.search(ann, EVERYTHING, "python gardening", 10)
+    assert before[0][0].content == "python build snippets"  # python is the rarer word in ann's rows
+
+    for n in range(200):
+        store.create(bob, {"content": f"python job {n} failed"})
+    after = store.search(ann, EVERYTHING, "python gardening", 10)
+    assert [(r.id, s) for r, s in after] == [(r.id, s) for r, s in before]
+
+    # What InnoDB alone would have said: bob's rows made python look common, so it now ranks last.
+    relevance = sa.text(
+        "SELECT content FROM memory WHERE org_id = 'acme' AND MATCH(content) AGAINST (:q)"
+        " ORDER BY MATCH(content) AGAINST (:q) DESC"
+    )
+    with engine.connect() as connection:
+        raw = list(connection.execute(relevance, {"q": "python gardening"}).scalars())
+    assert raw[-1] == "python build snippets"
+
+
+@backends.mysql_only
+def test_bootstrap_is_idempotent_and_heals(engine: Engine) -> None:
+    assert create_schema(engine) == ("0002", "0002")
+    with engine.begin() as connection:
+        connection.exec_driver_sql(f"ALTER TABLE memory DROP INDEX {FULLTEXT_INDEX}")
+        assert not has_fulltext(connection)
+    create_schema(engine)
+    with engine.connect() as connection:
+        assert has_fulltext(connection)
+
+
+def test_replicas_starting_at_once_on_a_fresh_database() -> None:
+    with backends.fresh_database(backends.mysql_server()) as url:
+        engines = [make_engine(url) for _ in range(4)]
+        try:
+            with ThreadPoolExecutor(len(engines)) as pool:
+                results = list(pool.map(create_schema, engines))
+            assert sorted(results, key=str) == [("0002", "0002")] * 3 + [(None, "0002")]
+            with engines[0].connect() as connection:
+                statement = sa.text(
+                    "SELECT COUNT(DISTINCT index_name) FROM information_schema.statistics"
+                    " WHERE table_schema = DATABASE() AND index_type = 'FULLTEXT'"
+                )
+                assert connection.execute(statement).scalar() == 1
+        finally:
+            for engine in engines:
+                engine.dispose()
