@@ -85,3 +85,18 @@ sqlite_only = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 #: For a test of the MySQL/MariaDB backend itself.
 mysql_only = pytest.mark.parametrize("database_url", [pytest.param("mysql", marks=pytest.mark.mysql)], indirect=True)
+
+
+def redis_server() -> str:
+    """The shared test Redis (``MEMORY_BANK_TEST_REDIS_URL``, else the local default), checked reachable."""
+    import redis
+
+    url = os.environ.get("MEMORY_BANK_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    client = redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        unavailable(f"cannot reach Redis at {url}: {exc}")
+    finally:
+        client.close()
+    return url

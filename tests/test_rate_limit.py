@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 
+import backends
 import pytest
 import redis
 from fastapi.testclient import TestClient
@@ -159,16 +160,9 @@ def test_the_app_answers_429_problem_with_retry_after(serve) -> None:
 
 
 @pytest.fixture
-def shared_redis() -> Iterator[str]:
+def shared_redis() -> str:
     """The shared test Redis URL; keys made under ``mb:rl:test-*`` by a test are its own."""
-    url = os.environ.get("MEMORY_BANK_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-    client = redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        unavailable(f"no Redis at {url}: {exc}")
-    yield url
-    client.close()
+    return backends.redis_server()
 
 
 @pytest.fixture
