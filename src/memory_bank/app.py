@@ -18,11 +18,13 @@ from fastapi.responses import JSONResponse
 from memory_bank import __version__
 from memory_bank.capabilities.execute import Executor
 from memory_bank.capabilities.registry import CapabilityRegistry
+from memory_bank.docs import install_docs
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.generated.routes import build_router
 from memory_bank.generated.spec import SPEC
 from memory_bank.handlers import MemoryHandlers
 from memory_bank.handlers.capabilities import CapabilityHandlers
+from memory_bank.logs import AccessLog, configure_logging
 from memory_bank.mcp.http import McpHttp
 from memory_bank.mcp.tools import Toolbox
 from memory_bank.middleware import RequestIdMiddleware
@@ -45,6 +47,7 @@ class AppHandlers(MemoryHandlers, CapabilityHandlers):
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
+    configure_logging(settings.env)
     engine = open_database(settings)
     tokens = TokenStore(engine)
     operations = Operations.build(settings, engine)
@@ -70,7 +73,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = engine
     app.state.tokens = tokens
     operations.install(app)
+    app.add_middleware(AccessLog)  # inside RequestIdMiddleware: the id is chosen first
     app.add_middleware(RequestIdMiddleware)
+    install_docs(app)
     install_problem_handlers(app)
     # MCP calls are dispatched back into this same app, so they meet the REST path.
     toolbox = Toolbox(registry, Executor(registry, app), settings.mcp_tools)
