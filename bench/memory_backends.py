@@ -118,7 +118,7 @@ def load(store: MemoryStore, corpus: dict[int, list[str]]) -> float:
 
 def queries(corpus: dict[int, list[str]], count: int, rng: random.Random) -> list[tuple[int, str]]:
     """(org, 1–5 words from one of that org's memories)."""
-    picked = []
+    picked: list[tuple[int, str]] = []
     while len(picked) < count:
         org = rng.randrange(len(corpus))
         words = [w for w in query_terms(rng.choice(corpus[org])) if len(w) >= 3]
@@ -160,7 +160,10 @@ def bench_backend(name: str, url: str, corpus: dict[int, list[str]], picked: Seq
     engine = open_database(Settings(database_url=url))
     store = MemoryStore(engine)
     rows_per_second = load(store, corpus)
-    search_ms = timed([lambda org=org, q=q: store.search(principal(org), EVERYTHING, q, 10) for org, q in picked])
+    def one(org: int, q: str) -> Callable[[], object]:
+        return lambda: store.search(principal(org), EVERYTHING, q, 10)
+
+    search_ms = timed([one(org, q) for org, q in picked])
     writes = writes_per_second(store, random.Random(SEED))
     engine.dispose()
     return {

@@ -14,6 +14,7 @@ import os
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import NoReturn
 
 import pytest
 import sqlalchemy as sa
@@ -21,7 +22,7 @@ from sqlalchemy.engine import URL, make_url
 
 MYSQL_URL_VARIABLE = "MEMORY_BANK_TEST_MYSQL_URL"
 
-def unavailable(reason: str) -> None:
+def unavailable(reason: str) -> NoReturn:
     """Skip on a developer's machine; fail in CI, where the MySQL suite must run."""
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"the MySQL/MariaDB suite must run in CI, but {reason}", pytrace=False)

@@ -54,7 +54,7 @@ def ensure_fulltext(connection: Connection) -> bool:
     """Create ``ft_content`` unless present; True when it was created. Hold ``advisory_lock``."""
     if has_fulltext(connection):
         return False
-    previous = connection.exec_driver_sql("SELECT @@SESSION.innodb_ft_enable_stopword").scalar()
+    previous = connection.exec_driver_sql("SELECT @@SESSION.innodb_ft_enable_stopword").scalar_one()
     connection.exec_driver_sql("SET SESSION innodb_ft_enable_stopword = OFF")
     try:
         connection.exec_driver_sql(f"ALTER TABLE memory ADD FULLTEXT INDEX {FULLTEXT_INDEX} (content)")

@@ -29,7 +29,7 @@ on SQLite. FULLTEXT pitfalls and what this module does about them:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy import ColumnElement, func
@@ -45,7 +45,8 @@ from memory_bank.store.tables import MemoryRow
 #: Candidates re-scored per search, at least; beyond it, InnoDB's order picks which.
 CANDIDATES = 500
 
-_content = col(MemoryRow.content)
+# col() is typed as the mapped attribute; MATCH wants it as the column expression it is.
+_content = cast(ColumnElement[str], col(MemoryRow.content))
 
 
 def _in_index(term: str) -> ColumnElement[bool]:

@@ -14,27 +14,29 @@ FULLTEXT index matches words by that collation.
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
-MYSQL_TABLE = {"mysql_engine": "InnoDB", "mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"}
+MYSQL_TABLE: dict[str, Any] = {"mysql_engine": "InnoDB", "mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"}
 
 
-def _on_mysql(generic: sa.types.TypeEngine, variant: sa.types.TypeEngine) -> sa.types.TypeEngine:
+def _on_mysql(generic: sa.types.TypeEngine[Any], variant: sa.types.TypeEngine[Any]) -> sa.types.TypeEngine[Any]:
     return generic.with_variant(variant, "mysql", "mariadb")
 
 
-def id_type() -> sa.types.TypeEngine:
+def id_type() -> sa.types.TypeEngine[Any]:
     return _on_mysql(sa.CHAR(21), mysql.CHAR(21, charset="ascii", collation="ascii_bin"))
 
 
-def moment() -> sa.types.TypeEngine:
+def moment() -> sa.types.TypeEngine[Any]:
     return _on_mysql(sa.DateTime(), mysql.DATETIME(fsp=6))
 
 
-def search_text() -> sa.types.TypeEngine:
+def search_text() -> sa.types.TypeEngine[Any]:
     return _on_mysql(sa.Text(), mysql.TEXT(collation="utf8mb4_unicode_ci"))
 
 
-def surrogate_key() -> sa.Column:
+def surrogate_key() -> sa.Column[Any]:
     return sa.Column("pk", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True)
