@@ -1,0 +1,214 @@
+"""The docs pages in a real browser: Debian's headless Chromium, driven by Playwright, against uvicorn.
+
+What a person does: open /docs and see every operation; Authorize with a token, then
+"Try it out" on getMemorySearch and get 200 with results; open /redoc; find the right
+operation on /capabilities by asking in plain words. Every page must work air-gapped:
+a request to any other origin is blocked and fails the test, and so does any console
+error (a Content-Security-Policy violation shows up there). Screenshots are saved under
+``test-artifacts/`` for a human to look at.
+
+Skipped with a reason when Chromium or Playwright is missing, except under CI=true.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from memory_bank.app import create_app
+from memory_bank.generated.spec import SPEC
+from memory_bank.security.tokens import TokenStore
+from memory_bank.settings import Settings
+
+from live_server import serving
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+SEEDED = "Deploy to a Daytona sandbox with daytona sandbox create before merging"
+#: Console errors that are answers, not page faults: Chromium logs every 401 (a refused
+#: token), and Redoc's footer hard-codes its logo from a CDN, which the page's CSP blocks
+#: (Redoc then hides the image), which is exactly the air-gap guarantee at work.
+EXPECTED_ERRORS = ("the server responded with a status of 401", "'https://cdn.redoc.ly/redoc/logo-mini.svg' violates")
+#: Swagger UI renders, fetches and re-renders; generous for a loaded 2-core CI box.
+UI_TIMEOUT_MS = 30_000
+
+try:
+    from playwright.sync_api import Browser, ConsoleMessage, Page, Request, Route, expect, sync_playwright
+except ImportError:  # pragma: no cover - depends on the environment
+    sync_playwright = None
+
+
+def _missing() -> str | None:
+    if sync_playwright is None:
+        return "playwright is not installed (pip install -e '.[dev]')"
+    if not (Path(CHROMIUM).exists() or shutil.which("chromium")):
+        return f"{CHROMIUM} is missing (apt-get install -y chromium)"
+    return None
+
+
+if (reason := _missing()) is not None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true but {reason}", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+
+expect.set_options(timeout=UI_TIMEOUT_MS)
+
+
+@dataclass(frozen=True)
+class Site:
+    base_url: str
+    token: str
+
+
+@dataclass
+class Offences:
+    """What a page did that an air-gapped, error-free page must not."""
+
+    foreign_requests: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    """The real app under uvicorn with one saved memory and a read/write token for it."""
+    database = tmp_path_factory.mktemp("browser") / "memory-bank.db"
+    app = create_app(Settings(database_url=f"sqlite:///{database}"))
+    token, _ = TokenStore(app.state.engine).create("acme", "ada", "laptop", ["memory:read", "memory:write"])
+    with serving(app) as base_url:
+        saved = httpx.post(
+            f"{base_url}/v1/memory", json={"content": SEEDED, "tags": ["deploy"]}, headers={"Authorization": f"Bearer {token}"}
+        )
+        assert saved.status_code == 201, saved.text
+        yield Site(base_url, token)
+    app.state.engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser, site: Site) -> Iterator[Page]:
+    """A fresh tab that refuses every other origin and fails the test on any console error."""
+    context = browser.new_context(base_url=site.base_url, viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(UI_TIMEOUT_MS)
+    offences = Offences()
+    origin = urlsplit(site.base_url).netloc
+
+    def guard(route: Route, request: Request) -> None:
+        if urlsplit(request.url).scheme in ("http", "https") and urlsplit(request.url).netloc != origin:
+            offences.foreign_requests.append(request.url)
+            route.abort()
+        else:
+            route.continue_()
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type == "error" and not any(expected in message.text for expected in EXPECTED_ERRORS):
+            offences.console_errors.append(message.text)
+
+    page.route("**/*", guard)
+    page.on("console", on_console)
+    page.on("pageerror", lambda error: offences.console_errors.append(str(error)))
+    yield page
+    context.close()
+    assert offences.foreign_requests == [], "a docs page reached outside the server"
+    assert offences.console_errors == [], "the page logged errors"
+
+
+def screenshot(page: Page, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / name
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def spec_operations() -> list[tuple[str, str]]:
+    """(first tag, operationId) of every operation: Swagger UI's element id is built from both."""
+    return [
+        (operation["tags"][0], operation["operationId"])
+        for path in SPEC["paths"].values()
+        for operation in path.values()
+        if isinstance(operation, dict) and "operationId" in operation
+    ]
+
+
+def test_swagger_ui_renders_every_operation_of_the_spec(page: Page) -> None:
+    page.goto("/docs")
+    expect(page.locator(".opblock")).to_have_count(len(spec_operations()))
+    for tag, operation_id in spec_operations():
+        expect(page.locator(f"#operations-{tag}-{operation_id}")).to_be_visible()
+    screenshot(page, "docs.png")
+
+
+def test_authorize_then_try_it_out_runs_get_memory_search(page: Page, site: Site) -> None:
+    page.goto("/docs")
+    page.locator(".auth-wrapper button.authorize").click()
+    page.locator(".modal-ux input").fill(site.token)
+    page.locator(".modal-ux button.authorize").click()
+    page.locator(".modal-ux button.btn-done").click()
+
+    operation = page.locator("#operations-Memory-getMemorySearch")
+    operation.locator(".opblock-summary").click()
+    operation.locator("button.try-out__btn").click()
+    operation.locator('tr[data-param-name="q"] input').fill("daytona sandbox")
+    operation.locator("button.execute").click()
+
+    live = operation.locator(".live-responses-table")
+    expect(live.locator("tbody .response-col_status")).to_have_text("200")
+    expect(live.locator("tbody .response-col_description")).to_contain_text(SEEDED)
+    expect(operation.locator(".curl-command")).to_contain_text("Authorization: Bearer")
+    screenshot(page, "docs-try-it-out.png")
+
+    page.reload()  # persistAuthorization: the token survives a reload
+    expect(page.locator(".auth-wrapper button.authorize.locked")).to_be_visible()
+
+
+def test_redoc_renders_the_spec(page: Page) -> None:
+    page.goto("/redoc")
+    for _, operation_id in spec_operations():
+        expect(page.locator(f'[id="operation/{operation_id}"]')).to_have_count(1)
+    expect(page.get_by_role("heading", name="Search memories by relevance").first).to_be_visible()
+    screenshot(page, "redoc.png")
+
+
+def test_capability_page_lists_by_category_and_finds_get_memory_search(page: Page, site: Site) -> None:
+    page.goto("/capabilities")
+    expect(page.locator("#status")).to_contain_text("Paste a bearer token")
+    page.locator("#token").fill(site.token)
+    page.get_by_role("button", name="Use token").click()
+    expect(page.locator('section[data-category="Memory"] li.card').first).to_be_visible()
+    assert page.evaluate("sessionStorage.getItem('memory-bank.token')") == site.token
+
+    page.locator("#query").fill("search my memories")
+    best = page.locator("ol.ranked li.card").first
+    expect(best).to_have_attribute("data-name", "getMemorySearch")
+    screenshot(page, "capabilities.png")
+
+
+def test_capability_page_says_why_a_bad_token_is_refused(page: Page) -> None:
+    page.goto("/capabilities")
+    page.locator("#token").fill("mb_not-a-real-token")
+    page.get_by_role("button", name="Use token").click()
+    expect(page.locator("#status")).to_contain_text("Refused (unauthorized)")
