@@ -15,6 +15,9 @@ from rich.console import Console
 
 from memory_bank.cli_agents import agent_app
 from memory_bank.cli_db import db_app
+from memory_bank.cli_search import search
+from memory_bank.cli_tokens import token_list, token_revoke
+from memory_bank.cli_transfer import export_memories, import_memories
 from memory_bank.security.tokens import PERMISSIONS, TokenStore
 from memory_bank.settings import Profile, Settings, get_settings
 from memory_bank.store.database import open_database
@@ -24,6 +27,11 @@ token_app = typer.Typer(help="Bearer tokens.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
 app.add_typer(db_app, name="db")
 app.add_typer(agent_app, name="agent")
+app.command("export")(export_memories)
+app.command("import")(import_memories)
+app.command("search")(search)
+token_app.command("list")(token_list)
+token_app.command("revoke")(token_revoke)
 
 _stderr = Console(stderr=True, soft_wrap=True)
 

@@ -1,0 +1,60 @@
+"""``memory-bank search "..."``: the API's relevance search from a terminal, as a table.
+
+Same ranking and the same visibility rule as ``GET /v1/memory/search`` (the store's
+``search``), for the owner named by ``--org``/``--user``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from memory_bank.cli_support import Org, User, database, fail, owner, plain_errors, stderr, stdout
+from memory_bank.errors import ErrorCode
+from memory_bank.store.filters import MemoryFilter
+from memory_bank.store.memories import MemoryStore
+
+#: The spec's bounds for q and limit.
+MAX_QUERY_CHARS = 2000
+MAX_LIMIT = 100
+#: Content is cut to this many characters in the table; `memory-bank export` has it all.
+CONTENT_PREVIEW = 160
+ID_WIDTH = 21
+
+
+def _preview(content: str) -> str:
+    flat = " ".join(content.split())
+    return flat if len(flat) <= CONTENT_PREVIEW else flat[: CONTENT_PREVIEW - 1] + "…"
+
+
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for, in plain words.")],
+    org: Org,
+    user: User,
+    limit: Annotated[int, typer.Option(min=1, max=MAX_LIMIT, help="How many results at most.")] = 10,
+    tag: Annotated[list[str] | None, typer.Option(help="Only memories with this tag (repeat for several).")] = None,
+    project: Annotated[str | None, typer.Option(help="Only memories of this project.")] = None,
+) -> None:
+    """Search memories by relevance and print them as a table, most relevant first."""
+    if not query.strip() or len(query) > MAX_QUERY_CHARS:
+        raise fail(ErrorCode.invalid_params, f"the query must have 1 to {MAX_QUERY_CHARS} characters")
+    where = MemoryFilter(tags=tuple(tag or ()), project_id=project)
+    with plain_errors():
+        hits = MemoryStore(database()).search(owner(org, user), where, query, limit)
+    if not hits:
+        stderr.print(f"No memory of {user} in {org} matches “{query}”.")
+        return
+    table = Table(title=f"“{query}”", expand=True)
+    table.add_column("score", no_wrap=True)
+    table.add_column("memory", ratio=1)
+    table.add_column("tags")
+    table.add_column("keypath", overflow="fold")
+    table.add_column("id", no_wrap=True, min_width=ID_WIDTH)  # whole, so it can be copied
+    table.add_column("saved", no_wrap=True)
+    for row, score in hits:
+        table.add_row(
+            f"{score:.2f}", _preview(row.content), ", ".join(row.tags), row.keypath or "", row.id, f"{row.created_at:%Y-%m-%d}"
+        )
+    stdout.print(table)

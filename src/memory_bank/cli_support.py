@@ -1,0 +1,79 @@
+"""What the data commands (export, import, search, token list/revoke) share: the owner they
+act as, the store they open, and failures told in plain words with their code.
+
+These commands talk to the store directly, on the database the settings name, as the
+owner given by ``--org``/``--user``, like ``token create`` already does. They are the
+operator's tools: a backup or a restore must work while the service is down or before
+it first starts, from SQLite into MySQL by switching ``MEMORY_BANK_DATABASE_URL``, and
+a 100 000-line restore must not spend an org's per-minute request budget or need a
+token minted first. The API stays the way for agents and remote clients.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
+
+from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.security.principal import Principal
+from memory_bank.security.tokens import PERMISSIONS
+from memory_bank.settings import get_settings
+from memory_bank.store.database import open_database
+
+stderr = Console(stderr=True, soft_wrap=True, highlight=False)
+stdout = Console(soft_wrap=True, highlight=False)
+
+Org = Annotated[str, typer.Option(help="Organisation whose memories these are.")]
+User = Annotated[str, typer.Option(help="User whose memories these are.")]
+
+#: Field errors shown under a failure; the rest are counted.
+SHOWN_FIELD_ERRORS = 10
+
+
+def owner(org: str, user: str) -> Principal:
+    """The memories' owner, as a principal that may do everything (the operator is trusted)."""
+    return Principal(token_id="cli", org_id=org, user_id=user, agent_id=None, permissions=PERMISSIONS)
+
+
+def database() -> Engine:
+    """The database the settings name (``MEMORY_BANK_DATABASE_URL``), migrated to the current schema."""
+    return open_database(get_settings())
+
+
+def progress() -> Progress:
+    """Progress on stderr, so stdout stays clean for what a script captures."""
+    return Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=stderr
+    )
+
+
+def fail(code: ErrorCode, detail: str) -> typer.Exit:
+    """Say what failed and its code on stderr; the caller raises the returned Exit(1)."""
+    stderr.print(f"[red]error ({code.value}):[/] {detail}")
+    return typer.Exit(1)
+
+
+@contextmanager
+def plain_errors() -> Iterator[None]:
+    """Turn the failures a command can meet into one line (plus field errors), never a traceback."""
+    try:
+        yield
+    except ApiError as exc:
+        for error in exc.errors[:SHOWN_FIELD_ERRORS]:
+            stderr.print(f"  {error.field or '/'}: {error.message} ({error.rule})")
+        if len(exc.errors) > SHOWN_FIELD_ERRORS:
+            stderr.print(f"  ... and {len(exc.errors) - SHOWN_FIELD_ERRORS} more")
+        raise fail(exc.code, exc.detail) from None
+    except OperationalError as exc:
+        raise fail(ErrorCode.backend_unavailable, f"the database is unreachable: {exc.orig}") from None
+    except SQLAlchemyError as exc:
+        raise fail(ErrorCode.backend_error, f"the database failed: {exc}") from None
+    except OSError as exc:
+        raise fail(ErrorCode.invalid_params, f"{exc.filename or 'file'}: {exc.strerror or exc}") from None

@@ -1,0 +1,64 @@
+"""``memory-bank token list`` and ``token revoke``: see which tokens exist and stop one.
+
+Only ids and metadata are shown; the plaintext is never stored, so it cannot be listed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+import sqlalchemy as sa
+import typer
+from rich.table import Table
+from sqlmodel import col
+
+from memory_bank.cli_support import database, fail, plain_errors, stderr, stdout
+from memory_bank.errors import ErrorCode
+from memory_bank.security.tokens import TokenStore
+from memory_bank.store.database import transaction
+from memory_bank.store.tables import TokenRow
+
+
+ID_WIDTH = 21
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M") if moment else ""
+
+
+def token_list(
+    org: Annotated[str | None, typer.Option(help="Only this organisation's tokens.")] = None,
+    revoked: Annotated[bool, typer.Option("--revoked", help="Also show revoked tokens.")] = False,
+) -> None:
+    """List tokens, oldest first: id, org, user, agent, permissions, when made and revoked."""
+    statement = sa.select(TokenRow).order_by(col(TokenRow.created_at), col(TokenRow.pk))
+    if org is not None:
+        statement = statement.where(col(TokenRow.org_id) == org)
+    if not revoked:
+        statement = statement.where(col(TokenRow.revoked_at).is_(None))
+    with plain_errors(), transaction(database()) as session:
+        rows = list(session.scalars(statement))
+    if not rows:
+        stderr.print("No tokens." if revoked else "No live tokens (--revoked shows revoked ones).")
+        return
+    table = Table()
+    table.add_column("id", no_wrap=True, min_width=ID_WIDTH)  # whole, so it can be passed to revoke
+    for name in ("org", "user", "agent", "permissions"):
+        table.add_column(name, overflow="fold")
+    table.add_column("created (UTC)")
+    if revoked:
+        table.add_column("revoked (UTC)")
+    for row in rows:
+        cells = [row.id, row.org_id, row.user_id, row.agent_id or "", "\n".join(row.permissions), _when(row.created_at)]
+        table.add_row(*cells, *([_when(row.revoked_at)] if revoked else []))
+    stdout.print(table)
+
+
+def token_revoke(token_id: Annotated[str, typer.Argument(metavar="ID", help="The token's id, from `token list`.")]) -> None:
+    """Stop a token from authenticating, at once and for good."""
+    with plain_errors():
+        revoked = TokenStore(database()).revoke(token_id)
+    if not revoked:
+        raise fail(ErrorCode.not_found, f"no live token has the id {token_id}")
+    stderr.print(f"Revoked {token_id}.")

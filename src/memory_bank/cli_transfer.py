@@ -1,0 +1,102 @@
+"""``memory-bank export --out FILE`` and ``memory-bank import FILE``: backups and restores.
+
+The file format is the API's (``GET /v1/memory/export``): one ``Memory`` document per
+line, written by the same ``export_lines`` and read back by the same ``parse_records``,
+so a file moves freely between the CLI and the API. Import keeps the API's rules:
+every line is checked before anything is written, and it all lands in one transaction
+or not at all. Progress goes to stderr; the summary to stdout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, TextIO
+
+import sqlalchemy as sa
+import typer
+
+from memory_bank.cli_support import Org, User, database, fail, owner, plain_errors, progress, stdout
+from memory_bank.errors import ErrorCode
+from memory_bank.handlers.transfer import export_lines, parse_records
+from memory_bank.security.principal import Principal
+from memory_bank.store.database import transaction
+from memory_bank.store.filters import owned_by
+from memory_bank.store.memories import MemoryStore
+from memory_bank.store.tables import MemoryRow
+
+#: Bytes read per step while loading an import (and per progress update).
+READ_CHUNK = 1 << 20
+
+
+def _count(engine: sa.Engine, principal: Principal) -> int:
+    """How many rows the export will write: the progress bar's total."""
+    with transaction(engine) as session:
+        return session.scalar(sa.select(sa.func.count()).select_from(MemoryRow).where(owned_by(principal))) or 0
+
+
+async def _write(store: MemoryStore, principal: Principal, handle: TextIO, advance: Callable[[], None]) -> int:
+    """Every line of the owner's export into ``handle``; returns how many were written."""
+
+    async def next_page(after: MemoryRow | None, size: int) -> list[MemoryRow]:
+        return store.export_page(principal, after, size)
+
+    written = 0
+    async for line in export_lines(next_page):
+        handle.write(line)
+        written += 1
+        advance()
+    return written
+
+
+def export_memories(
+    out: Annotated[Path, typer.Option("--out", dir_okay=False, writable=True, help="The JSON-lines file to write.")],
+    org: Org,
+    user: User,
+) -> None:
+    """Write every memory of one owner, superseded versions and deletions included, as JSON lines.
+
+    The file appears only once it is complete (it is written beside it, then renamed).
+    """
+    principal = owner(org, user)
+    partial = out.with_name(out.name + ".partial")
+    try:
+        with plain_errors(), progress() as bar:
+            engine = database()
+            task = bar.add_task(f"Exporting {user} in {org}", total=_count(engine, principal))
+            with partial.open("w", encoding="utf-8") as handle:
+                written = asyncio.run(_write(MemoryStore(engine), principal, handle, lambda: bar.advance(task)))
+            partial.replace(out)
+    finally:
+        partial.unlink(missing_ok=True)  # only still there when the export failed
+    stdout.print(f"exported {written} memories to {out}")
+
+
+def import_memories(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True, help="A file written by export.")],
+    org: Org,
+    user: User,
+) -> None:
+    """Load a JSON-lines export into one owner's memories: all of it or, if any line is bad, nothing.
+
+    Memories already there (same id) are skipped, so an import can be repeated.
+    """
+    with plain_errors(), progress() as bar:
+        reading = bar.add_task(f"Reading {file.name} (bytes)", total=file.stat().st_size)
+        chunks = []
+        with file.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(READ_CHUNK), b""):
+                chunks.append(chunk)
+                bar.advance(reading, len(chunk))
+        try:
+            body = b"".join(chunks).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise fail(ErrorCode.invalid_params, f"{file} is not UTF-8 text (byte {exc.start})") from None
+        checking = bar.add_task("Checking every line", total=None)
+        records = parse_records(body)
+        bar.update(checking, total=len(records), completed=len(records))
+        writing = bar.add_task(f"Writing {len(records)} records in one transaction", total=None)
+        imported, skipped = MemoryStore(database()).import_records(owner(org, user), records)
+        bar.update(writing, total=len(records), completed=len(records))
+    stdout.print(f"imported {imported}, skipped {skipped} already present")

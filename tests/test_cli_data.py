@@ -1,0 +1,147 @@
+"""The operator commands on a real SQLite file: export/import, search, token list/revoke, and their errors.
+
+Output discipline is part of the contract: results on stdout, progress and errors on
+stderr, failures as ``error (<code>): <plain words>`` with exit code 1 and no traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from memory_bank.cli import app
+from memory_bank.cli_support import owner
+from memory_bank.security.tokens import TokenStore
+from memory_bank.settings import get_settings
+from memory_bank.store import MemoryStore, open_database
+from memory_bank.store.filters import MemoryFilter
+
+Run = Callable[..., Result]
+COMMANDS = [[], ["export"], ["import"], ["search"], ["token"], ["token", "list"], ["token", "revoke"]]
+
+
+@pytest.fixture
+def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Run]:
+    """``run(*args)``: the CLI against a fresh database, stdout and stderr kept apart."""
+    monkeypatch.setenv("MEMORY_BANK_DATABASE_URL", f"sqlite:///{tmp_path / 'memory-bank.db'}")
+    monkeypatch.setenv("COLUMNS", "200")
+    get_settings.cache_clear()
+    runner = CliRunner()
+
+    def invoke(*args: str) -> Result:
+        return runner.invoke(app, list(args), catch_exceptions=False)
+
+    yield invoke
+    get_settings.cache_clear()
+
+
+@pytest.fixture
+def store(run: Run) -> MemoryStore:
+    """The store on the test database (``run`` comes first: it points the settings there)."""
+    return MemoryStore(open_database(get_settings()))
+
+
+def save(store: MemoryStore, org: str, user: str, content: str, **fields: object) -> str:
+    row, _ = store.create(owner(org, user), {"content": content, **fields})
+    return row.id
+
+
+def assert_fails(result: Result, code: str, words: str) -> None:
+    assert result.exit_code == 1 and result.stdout == ""
+    assert f"error ({code}):" in result.stderr and words in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "top")
+def test_every_command_has_help(run: Run, command: list[str]) -> None:
+    result = run(*command, "--help")
+    assert result.exit_code == 0 and "Usage:" in result.stdout and "--help" in result.stdout
+
+
+def test_export_then_import_into_another_user_round_trips_versions_and_tags(run: Run, store: MemoryStore, tmp_path: Path) -> None:
+    first = save(store, "acme", "ada", "The deploy target is a Daytona sandbox", tags=["deploy"], contexts=[{"snippet": "ops"}])
+    store.patch(owner("acme", "ada"), first, {"content": "The deploy target is a Daytona sandbox in eu-west"})
+    save(store, "acme", "ada", "Ada prefers vim", keypath="user.editor")
+    save(store, "acme", "bob", "Bob's memory stays out of Ada's export")
+    out = tmp_path / "ada.jsonl"
+
+    exported = run("export", "--out", str(out), "--org", "acme", "--user", "ada")
+    assert exported.exit_code == 0 and exported.stdout.strip() == f"exported 3 memories to {out}"
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [m["version"] for m in lines] == [1, 2, 1] and "Bob" not in out.read_text()
+    assert not out.with_name("ada.jsonl.partial").exists()
+
+    imported = run("import", str(out), "--org", "globex", "--user", "cy")
+    assert imported.exit_code == 0 and imported.stdout.strip() == "imported 3, skipped 0 already present"
+    again = run("import", str(out), "--org", "acme", "--user", "ada")
+    assert again.stdout.strip() == "imported 0, skipped 3 already present"
+
+    found = run("search", "daytona sandbox", "--org", "globex", "--user", "cy")
+    assert found.exit_code == 0 and "eu-west" in found.stdout and "Ada prefers vim" not in found.stdout
+
+
+def test_an_import_with_a_bad_line_writes_nothing_and_names_the_line(run: Run, store: MemoryStore, tmp_path: Path) -> None:
+    save(store, "acme", "ada", "A good memory")
+    good = tmp_path / "good.jsonl"
+    run("export", "--out", str(good), "--org", "acme", "--user", "ada")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(good.read_text() + "this is not json\n")
+
+    result = run("import", str(bad), "--org", "acme", "--user", "bob")
+    assert_fails(result, "invalid_params", "nothing was imported")
+    assert "/body/line/2" in result.stderr
+    assert store.search(owner("acme", "bob"), MemoryFilter(), None, 10) == []
+
+
+def test_import_refuses_a_file_that_is_not_utf8(run: Run, tmp_path: Path) -> None:
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b"\xff\xfe\x00")
+    assert_fails(run("import", str(binary), "--org", "a", "--user", "b"), "invalid_params", "not UTF-8")
+
+
+def test_a_missing_import_file_is_a_usage_error(run: Run, tmp_path: Path) -> None:
+    result = run("import", str(tmp_path / "missing.jsonl"), "--org", "a", "--user", "b")
+    assert result.exit_code == 2 and "does not exist" in result.stderr
+
+
+def test_an_export_that_cannot_be_written_leaves_no_file(run: Run, tmp_path: Path) -> None:
+    target = tmp_path / "no-such-dir" / "out.jsonl"
+    assert_fails(run("export", "--out", str(target), "--org", "a", "--user", "b"), "invalid_params", "No such file")
+    assert not target.parent.exists()
+
+
+def test_search_prints_a_ranked_table_and_says_when_nothing_matches(run: Run, store: MemoryStore) -> None:
+    saved = save(store, "acme", "ada", "Deploy with daytona sandbox create", tags=["deploy"])
+    save(store, "acme", "ada", "Lunch is at noon")
+
+    result = run("search", "daytona deploy", "--org", "acme", "--user", "ada")
+    assert result.exit_code == 0
+    assert "score" in result.stdout and saved in result.stdout and "Lunch" not in result.stdout
+
+    nothing = run("search", "kubernetes", "--org", "acme", "--user", "ada")
+    assert nothing.exit_code == 0 and nothing.stdout == "" and "No memory of ada in acme matches" in nothing.stderr
+    assert_fails(run("search", "   ", "--org", "acme", "--user", "ada"), "invalid_params", "1 to 2000 characters")
+
+
+def test_token_list_shows_live_tokens_and_revoke_stops_one(run: Run) -> None:
+    tokens = TokenStore(open_database(get_settings()))
+    plaintext, ada = tokens.create("acme", "ada", "laptop", ["memory:read"])
+    _, bob = tokens.create("globex", "bob", None, ["memory:write"])
+
+    listed = run("token", "list")
+    assert ada.id in listed.stdout and bob.id in listed.stdout and plaintext not in listed.stdout
+    assert bob.id not in run("token", "list", "--org", "acme").stdout
+
+    revoked = run("token", "revoke", ada.id)
+    assert revoked.exit_code == 0 and tokens.verify(plaintext) is None
+    assert ada.id not in run("token", "list").stdout and ada.id in run("token", "list", "--revoked").stdout
+    assert_fails(run("token", "revoke", ada.id), "not_found", f"no live token has the id {ada.id}")
+
+
+def test_an_unreachable_database_is_reported_with_its_code(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_BANK_DATABASE_URL", "sqlite:////no/such/dir/memory-bank.db")
+    get_settings.cache_clear()
+    assert_fails(run("token", "list"), "backend_unavailable", "the database is unreachable")
