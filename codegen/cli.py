@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from codegen.catalog_builder import build_catalog
+from codegen.changes import committed_spec, compare
 from codegen.lint import lint_spec
 from codegen.loader import SpecError, load_spec
 from codegen.operations import read_operations
@@ -82,6 +83,7 @@ def main(
             raise typer.Exit(1)
         typer.echo(f"{out} is up to date with {spec}")
         return
+    changes = compare(committed_spec(out), load_spec(spec))
     out.mkdir(parents=True, exist_ok=True)
     for name in stale:
         target = out / name
@@ -90,6 +92,8 @@ def main(
         else:
             target.unlink()
     typer.echo(f"{len(stale)} file(s) updated in {out}" if stale else f"{out} was already up to date")
+    for line in changes.report():
+        typer.echo(line)
 
 
 def run() -> None:
