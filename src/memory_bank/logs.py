@@ -33,7 +33,7 @@ _request_id: ContextVar[str | None] = ContextVar("request_id", default=None)
 class _StderrHandler(logging.StreamHandler[TextIO]):
     """Writes to whatever ``sys.stderr`` is now, so redirecting it (as test runners do) is followed."""
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> TextIO:
         return sys.stderr
 
