@@ -4,6 +4,11 @@ The catalog is what agents search and call, so it must hold for specs nobody her
 wrote: operations without ids, names over MCP's 64-character limit, the same id in
 two specs, 3.0 schema dialect. Every choice below is deterministic, so regenerating
 from the same specs gives byte-identical output and a ``--check`` never flaps.
+
+Each capability also carries ``api``: what the spec says about the API as a whole
+(``info`` title, summary, description; the servers' descriptions) and the
+descriptions of the operation's own tags. Capability search uses it to tell which
+API a request is for.
 """
 
 from __future__ import annotations
@@ -193,7 +198,35 @@ def _policy(op: Operation, tags: list[str], default_expose: bool) -> dict[str, A
     }
 
 
-def _capability(op: Operation, spec: dict[str, Any], refs: RefIndex, source: str, default_expose: bool) -> Capability:
+def _api_info(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """What the spec says about the API as a whole, and each tag's description.
+
+    ``{"title", "summary", "description", "servers"}`` from ``info`` and the servers'
+    descriptions (empty strings and lists when absent), then ``{tag: description}`` for
+    the tags that have one. Search uses this text to tell which API a request is for.
+    """
+    info = spec.get("info") if isinstance(spec.get("info"), dict) else {}
+    servers = spec.get("servers") if isinstance(spec.get("servers"), list) else []
+    tags = spec.get("tags") if isinstance(spec.get("tags"), list) else []
+    server_texts = [_text(s.get("description")) for s in servers if isinstance(s, dict)]
+    api = {
+        "title": _text(info.get("title")),
+        "summary": _text(info.get("summary")),
+        "description": _text(info.get("description")),
+        "servers": list(dict.fromkeys(t for t in server_texts if t)),
+    }
+    described = {t["name"]: _text(t.get("description")) for t in tags if isinstance(t, dict) and isinstance(t.get("name"), str)}
+    return api, {name: text for name, text in described.items() if text}
+
+
+def _capability(
+    op: Operation,
+    spec: dict[str, Any],
+    refs: RefIndex,
+    source: str,
+    default_expose: bool,
+    api: tuple[dict[str, Any], dict[str, str]],
+) -> Capability:
     operation = op.operation
     raw_tags = operation.get("tags")
     tags = [t for t in raw_tags if isinstance(t, str)] if isinstance(raw_tags, list) else []
@@ -216,6 +249,8 @@ def _capability(op: Operation, spec: dict[str, Any], refs: RefIndex, source: str
         },
         "policy": _policy(op, tags, default_expose),
         "source": source,
+        # A copy per capability (no aliasing between entries); ``tags``: this operation's only.
+        "api": {**api[0], "servers": list(api[0]["servers"]), "tags": {t: api[1][t] for t in tags if t in api[1]}},
     }
 
 
@@ -227,10 +262,11 @@ def build_catalog(spec: dict[str, Any], *, source: str = "", default_expose: boo
     third-party spec whole). A name repeated inside the spec gets ``_2``, ``_3``...
     """
     refs = RefIndex(spec)
+    api = _api_info(spec)
     taken: set[str] = set()
     catalog = []
     for op in iter_operations(spec):
-        capability = _capability(op, spec, refs, source, default_expose)
+        capability = _capability(op, spec, refs, source, default_expose, api)
         if capability["policy"]["expose"]:
             capability["name"] = _claim(capability["name"], taken)
             catalog.append(capability)

@@ -211,6 +211,21 @@ def test_expose_follows_x_capability_then_the_default() -> None:
     }
 
 
+def test_each_capability_carries_what_the_spec_says_about_its_api() -> None:
+    spec = spec_of({"/a": {"get": op(operationId="one", tags=["Cats", "Plain"])}, "/b": {"get": op(operationId="two")}})
+    spec["info"] |= {"title": " Cataas ", "summary": "Cats as a service", "description": "Random cat pictures."}
+    spec["servers"] = [{"url": "https://a", "description": "Production"}, {"url": "https://b"}, {"url": "https://c", "description": "Production"}]
+    spec["tags"] = [{"name": "Cats", "description": "Cat managing"}, {"name": "Plain"}, {"name": "Other", "description": "Unused"}]
+    one, two = build_catalog(spec, default_expose=True)
+    api = {"title": "Cataas", "summary": "Cats as a service", "description": "Random cat pictures.", "servers": ["Production"]}
+    assert one["api"] == api | {"tags": {"Cats": "Cat managing"}}  # only this operation's described tags
+    assert two["api"] == api | {"tags": {}}
+    one["api"]["servers"].append("mutated")
+    assert two["api"]["servers"] == ["Production"]  # no list shared between entries
+    bare = build_catalog({"openapi": "3.0.3", "info": "junk", "paths": {"/x": {"get": op()}}}, default_expose=True)
+    assert bare[0]["api"] == {"title": "", "summary": "", "description": "", "servers": [], "tags": {}}
+
+
 def test_input_groups_merge_path_level_parameters_and_skip_auth_headers() -> None:
     spec = spec_of(
         {

@@ -252,7 +252,24 @@ CAPABILITIES: tuple[dict[str, Any], ...] = ({'name': 'listMemories',
                   'idempotentHint': True,
                   'openWorldHint': False},
   'policy': {'category': 'Memory', 'permission': 'memory:read', 'expose': True},
-  'source': 'openapi/memory.yaml'},
+  'source': 'openapi/memory.yaml',
+  'api': {'title': 'Memory Bank',
+          'summary': 'Durable, searchable memory for AI agents.',
+          'description': 'Memory Bank stores short pieces of knowledge ("memories") on behalf of '
+                         'an\n'
+                         'authenticated user and the agent acting for them, and finds them again '
+                         'by\n'
+                         'full-text search ranked by relevance.\n'
+                         '\n'
+                         "Every memory belongs to the caller's organisation and user; another "
+                         "owner's\n"
+                         'memory is never visible and answers 404. Writes never overwrite: a '
+                         'change\n'
+                         'writes a new version and keeps the old one in the history. Every error '
+                         'is an\n'
+                         '`application/problem+json` document with a stable `code`.',
+          'servers': [],
+          'tags': {'Memory': 'Save, find, change and forget memories.'}}},
  {'name': 'postMemory',
   'title': 'Save a memory',
   'description': 'Saves one piece of knowledge worth remembering later: a fact, a\n'
@@ -493,7 +510,24 @@ CAPABILITIES: tuple[dict[str, Any], ...] = ({'name': 'listMemories',
                   'idempotentHint': False,
                   'openWorldHint': False},
   'policy': {'category': 'Memory', 'permission': 'memory:write', 'expose': True},
-  'source': 'openapi/memory.yaml'},
+  'source': 'openapi/memory.yaml',
+  'api': {'title': 'Memory Bank',
+          'summary': 'Durable, searchable memory for AI agents.',
+          'description': 'Memory Bank stores short pieces of knowledge ("memories") on behalf of '
+                         'an\n'
+                         'authenticated user and the agent acting for them, and finds them again '
+                         'by\n'
+                         'full-text search ranked by relevance.\n'
+                         '\n'
+                         "Every memory belongs to the caller's organisation and user; another "
+                         "owner's\n"
+                         'memory is never visible and answers 404. Writes never overwrite: a '
+                         'change\n'
+                         'writes a new version and keeps the old one in the history. Every error '
+                         'is an\n'
+                         '`application/problem+json` document with a stable `code`.',
+          'servers': [],
+          'tags': {'Memory': 'Save, find, change and forget memories.'}}},
  {'name': 'getMemorySearch',
   'title': 'Search memories by relevance',
   'description': "Finds the caller's memories that best match a natural-language query,\n"
@@ -762,7 +796,24 @@ CAPABILITIES: tuple[dict[str, Any], ...] = ({'name': 'listMemories',
                   'idempotentHint': True,
                   'openWorldHint': False},
   'policy': {'category': 'Memory', 'permission': 'memory:read', 'expose': True},
-  'source': 'openapi/memory.yaml'},
+  'source': 'openapi/memory.yaml',
+  'api': {'title': 'Memory Bank',
+          'summary': 'Durable, searchable memory for AI agents.',
+          'description': 'Memory Bank stores short pieces of knowledge ("memories") on behalf of '
+                         'an\n'
+                         'authenticated user and the agent acting for them, and finds them again '
+                         'by\n'
+                         'full-text search ranked by relevance.\n'
+                         '\n'
+                         "Every memory belongs to the caller's organisation and user; another "
+                         "owner's\n"
+                         'memory is never visible and answers 404. Writes never overwrite: a '
+                         'change\n'
+                         'writes a new version and keeps the old one in the history. Every error '
+                         'is an\n'
+                         '`application/problem+json` document with a stable `code`.',
+          'servers': [],
+          'tags': {'Memory': 'Save, find, change and forget memories.'}}},
  {'name': 'getMemoryKeypath',
   'title': 'Read the value at a keypath',
   'description': 'Returns the current value stored at a dotted keypath, or 404 when\n'
@@ -872,7 +923,25 @@ CAPABILITIES: tuple[dict[str, Any], ...] = ({'name': 'listMemories',
                   'idempotentHint': True,
                   'openWorldHint': False},
   'policy': {'category': 'Memory', 'permission': 'memory:read', 'expose': True},
-  'source': 'openapi/memory.yaml'},
+  'source': 'openapi/memory.yaml',
+  'api': {'title': 'Memory Bank',
+          'summary': 'Durable, searchable memory for AI agents.',
+          'description': 'Memory Bank stores short pieces of knowledge ("memories") on behalf of '
+                         'an\n'
+                         'authenticated user and the agent acting for them, and finds them again '
+                         'by\n'
+                         'full-text search ranked by relevance.\n'
+                         '\n'
+                         "Every memory belongs to the caller's organisation and user; another "
+                         "owner's\n"
+                         'memory is never visible and answers 404. Writes never overwrite: a '
+                         'change\n'
+                         'writes a new version and keeps the old one in the history. Every error '
+                         'is an\n'
+                         '`application/problem+json` document with a stable `code`.',
+          'servers': [],
+          'tags': {'Keypaths': 'Named values at dotted keypaths such as '
+                               '`user.preferences.editor`.'}}},
  {'name': 'putMemoryKeypath',
   'title': 'Set the value at a keypath',
   'description': 'Stores a value under a dotted keypath such as\n'
@@ -1073,7 +1142,25 @@ CAPABILITIES: tuple[dict[str, Any], ...] = ({'name': 'listMemories',
                   'idempotentHint': True,
                   'openWorldHint': False},
   'policy': {'category': 'Memory', 'permission': 'memory:write', 'expose': True},
-  'source': 'openapi/memory.yaml'},
+  'source': 'openapi/memory.yaml',
+  'api': {'title': 'Memory Bank',
+          'summary': 'Durable, searchable memory for AI agents.',
+          'description': 'Memory Bank stores short pieces of knowledge ("memories") on behalf of '
+                         'an\n'
+                         'authenticated user and the agent acting for them, and finds them again '
+                         'by\n'
+                         'full-text search ranked by relevance.\n'
+                         '\n'
+                         "Every memory belongs to the caller's organisation and user; another "
+                         "owner's\n"
+                         'memory is never visible and answers 404. Writes never overwrite: a '
+                         'change\n'
+                         'writes a new version and keeps the old one in the history. Every error '
+                         'is an\n'
+                         '`application/problem+json` document with a stable `code`.',
+          'servers': [],
+          'tags': {'Keypaths': 'Named values at dotted keypaths such as '
+                               '`user.preferences.editor`.'}}},
  {'name': 'getMemory',
   'title': 'Get one memory by id',
   'description': 'Returns one memory, including superseded versions (check\n'
@@ -1183,7 +1270,24 @@ CAPABILITIES: tuple[dict[str, Any], ...] = ({'name': 'listMemories',
                   'idempotentHint': True,
                   'openWorldHint': False},
   'policy': {'category': 'Memory', 'permission': 'memory:read', 'expose': True},
-  'source': 'openapi/memory.yaml'},
+  'source': 'openapi/memory.yaml',
+  'api': {'title': 'Memory Bank',
+          'summary': 'Durable, searchable memory for AI agents.',
+          'description': 'Memory Bank stores short pieces of knowledge ("memories") on behalf of '
+                         'an\n'
+                         'authenticated user and the agent acting for them, and finds them again '
+                         'by\n'
+                         'full-text search ranked by relevance.\n'
+                         '\n'
+                         "Every memory belongs to the caller's organisation and user; another "
+                         "owner's\n"
+                         'memory is never visible and answers 404. Writes never overwrite: a '
+                         'change\n'
+                         'writes a new version and keeps the old one in the history. Every error '
+                         'is an\n'
+                         '`application/problem+json` document with a stable `code`.',
+          'servers': [],
+          'tags': {'Memory': 'Save, find, change and forget memories.'}}},
  {'name': 'deleteMemory',
   'title': 'Forget a memory',
   'description': 'Deletes a memory so that it no longer appears in search, lists or\n'
@@ -1212,7 +1316,24 @@ CAPABILITIES: tuple[dict[str, Any], ...] = ({'name': 'listMemories',
                   'idempotentHint': True,
                   'openWorldHint': False},
   'policy': {'category': 'Memory', 'permission': 'memory:write', 'expose': True},
-  'source': 'openapi/memory.yaml'},
+  'source': 'openapi/memory.yaml',
+  'api': {'title': 'Memory Bank',
+          'summary': 'Durable, searchable memory for AI agents.',
+          'description': 'Memory Bank stores short pieces of knowledge ("memories") on behalf of '
+                         'an\n'
+                         'authenticated user and the agent acting for them, and finds them again '
+                         'by\n'
+                         'full-text search ranked by relevance.\n'
+                         '\n'
+                         "Every memory belongs to the caller's organisation and user; another "
+                         "owner's\n"
+                         'memory is never visible and answers 404. Writes never overwrite: a '
+                         'change\n'
+                         'writes a new version and keeps the old one in the history. Every error '
+                         'is an\n'
+                         '`application/problem+json` document with a stable `code`.',
+          'servers': [],
+          'tags': {'Memory': 'Save, find, change and forget memories.'}}},
  {'name': 'patchMemory',
   'title': 'Change a memory (writes a new version)',
   'description': 'Corrects or extends a memory. Only the fields you send change. The\n'
@@ -1416,7 +1537,24 @@ CAPABILITIES: tuple[dict[str, Any], ...] = ({'name': 'listMemories',
                   'idempotentHint': False,
                   'openWorldHint': False},
   'policy': {'category': 'Memory', 'permission': 'memory:write', 'expose': True},
-  'source': 'openapi/memory.yaml'},
+  'source': 'openapi/memory.yaml',
+  'api': {'title': 'Memory Bank',
+          'summary': 'Durable, searchable memory for AI agents.',
+          'description': 'Memory Bank stores short pieces of knowledge ("memories") on behalf of '
+                         'an\n'
+                         'authenticated user and the agent acting for them, and finds them again '
+                         'by\n'
+                         'full-text search ranked by relevance.\n'
+                         '\n'
+                         "Every memory belongs to the caller's organisation and user; another "
+                         "owner's\n"
+                         'memory is never visible and answers 404. Writes never overwrite: a '
+                         'change\n'
+                         'writes a new version and keeps the old one in the history. Every error '
+                         'is an\n'
+                         '`application/problem+json` document with a stable `code`.',
+          'servers': [],
+          'tags': {'Memory': 'Save, find, change and forget memories.'}}},
  {'name': 'getMemoryHistory',
   'title': 'Show every version of a memory',
   'description': 'Returns the whole version chain that the given memory belongs to,\n'
@@ -1598,7 +1736,24 @@ CAPABILITIES: tuple[dict[str, Any], ...] = ({'name': 'listMemories',
                   'idempotentHint': True,
                   'openWorldHint': False},
   'policy': {'category': 'Memory', 'permission': 'memory:read', 'expose': True},
-  'source': 'openapi/memory.yaml'},
+  'source': 'openapi/memory.yaml',
+  'api': {'title': 'Memory Bank',
+          'summary': 'Durable, searchable memory for AI agents.',
+          'description': 'Memory Bank stores short pieces of knowledge ("memories") on behalf of '
+                         'an\n'
+                         'authenticated user and the agent acting for them, and finds them again '
+                         'by\n'
+                         'full-text search ranked by relevance.\n'
+                         '\n'
+                         "Every memory belongs to the caller's organisation and user; another "
+                         "owner's\n"
+                         'memory is never visible and answers 404. Writes never overwrite: a '
+                         'change\n'
+                         'writes a new version and keeps the old one in the history. Every error '
+                         'is an\n'
+                         '`application/problem+json` document with a stable `code`.',
+          'servers': [],
+          'tags': {'Memory': 'Save, find, change and forget memories.'}}},
  {'name': 'postMemoryFeedback',
   'title': 'Say whether a memory helped',
   'description': 'Records whether a recalled memory was helpful, not helpful, outdated\n'
@@ -1660,4 +1815,21 @@ CAPABILITIES: tuple[dict[str, Any], ...] = ({'name': 'listMemories',
                   'idempotentHint': False,
                   'openWorldHint': False},
   'policy': {'category': 'Memory', 'permission': 'memory:write', 'expose': True},
-  'source': 'openapi/memory.yaml'})
+  'source': 'openapi/memory.yaml',
+  'api': {'title': 'Memory Bank',
+          'summary': 'Durable, searchable memory for AI agents.',
+          'description': 'Memory Bank stores short pieces of knowledge ("memories") on behalf of '
+                         'an\n'
+                         'authenticated user and the agent acting for them, and finds them again '
+                         'by\n'
+                         'full-text search ranked by relevance.\n'
+                         '\n'
+                         "Every memory belongs to the caller's organisation and user; another "
+                         "owner's\n"
+                         'memory is never visible and answers 404. Writes never overwrite: a '
+                         'change\n'
+                         'writes a new version and keeps the old one in the history. Every error '
+                         'is an\n'
+                         '`application/problem+json` document with a stable `code`.',
+          'servers': [],
+          'tags': {'Memory': 'Save, find, change and forget memories.'}}})
