@@ -1,6 +1,6 @@
 """Capability-search quality on real vendor specs: does the right operation come first?
 
-    python evals/capability_search.py --queries FILE.jsonl --specs-root DIR [--k 5] [--json] [--semantic]
+    python evals/capability_search.py --queries FILE.jsonl --specs-root DIR [--k 5] [--json] [--semantic [--cv]]
 
 Each line of FILE.jsonl is ``{"id", "spec", "query", "gold": ["METHOD /path", ...],
 "gold_final"}`` with ``spec`` relative to DIR. Every distinct spec is loaded into ONE
@@ -14,6 +14,13 @@ chain's last op), MRR of the first gold hit (0 when none in the top ``max(k, 10)
 plus index build time and median / p95 query latency. ``--semantic`` adds the local
 embedding model (needs the ``semantic`` extra; build time then includes embedding
 every capability).
+
+``--cv`` (with ``--semantic``) checks the fusion parameters instead of assuming them:
+leave-one-spec-out cross-validation over :data:`FUSION_GRID` (semantic weight x lexical
+floor, see ``semantic.fuse``). For each spec, the pair with the best MRR on the other
+specs' queries (ties: grid order) ranks that spec's queries; the metrics of those
+held-out rankings are the CV estimate, printed with the pair each fold chose. Embeddings
+are computed once and shared by every grid point.
 """
 
 from __future__ import annotations
@@ -38,6 +45,9 @@ from memory_bank.capabilities.semantic import Embedder, load_embedder  # noqa: E
 
 #: A ranker: query -> ranked ``(source, "METHOD /path")`` keys, best first.
 Ranker = Callable[[str, int], list[tuple[str, str]]]
+
+#: ``--cv``: (semantic weight, lexical floor) pairs tried by leave-one-spec-out CV.
+FUSION_GRID = [(weight, floor) for weight in (0.2, 0.3, 0.4, 0.5) for floor in (0.0, 0.05, 0.1, 0.15, 0.2)]
 
 
 @dataclass(frozen=True)
@@ -95,25 +105,75 @@ def report(result: Mapping[str, Any], *, as_json: bool) -> None:
         print(f"{name:>20}  {value}")
 
 
+def query_metrics(query: Query, ranked: Sequence[tuple[str, str]], *, k: int = 5) -> dict[str, float]:
+    """hit@1, hit@k, final@1, final@k and reciprocal rank of one query's ranking (1.0 = yes)."""
+    keys = [key if source == query.spec else None for source, key in ranked]  # other specs: misses
+    first = next((i for i, key in enumerate(keys) if key in query.gold), None)
+    final = next((i for i, key in enumerate(keys) if key == query.gold_final), None)
+    return {
+        "hit@1": float(first == 0),
+        f"hit@{k}": float(first is not None and first < k),
+        "final@1": float(final == 0),
+        f"final@{k}": float(final is not None and final < k),
+        "mrr": 1 / (first + 1) if first is not None else 0.0,
+    }
+
+
+def mean_metrics(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """The per-metric mean of per-query rows, rounded to 4 places."""
+    n = max(1, len(rows))
+    return {name: round(sum(row[name] for row in rows) / n, 4) for name in (rows[0] if rows else {})}
+
+
 def evaluate(queries: Sequence[Query], rank: Ranker, *, k: int = 5) -> dict[str, float]:
     """Quality metrics and per-query latency (ms) of ``rank`` over ``queries``."""
-    depth = max(k, 10)
-    totals = {"hit@1": 0.0, f"hit@{k}": 0.0, "final@1": 0.0, f"final@{k}": 0.0, "mrr": 0.0}
-    latencies = []
+    rows, latencies = [], []
     for query in queries:
         started = time.perf_counter()
-        ranked = rank(query.text, depth)
+        ranked = rank(query.text, max(k, 10))
         latencies.append((time.perf_counter() - started) * 1000)
-        keys = [key if source == query.spec else None for source, key in ranked]  # other specs: misses
-        first = next((i for i, key in enumerate(keys) if key in query.gold), None)
-        final = next((i for i, key in enumerate(keys) if key == query.gold_final), None)
-        totals["hit@1"] += first == 0
-        totals[f"hit@{k}"] += first is not None and first < k
-        totals["final@1"] += final == 0
-        totals[f"final@{k}"] += final is not None and final < k
-        totals["mrr"] += 1 / (first + 1) if first is not None else 0.0
-    n = max(1, len(queries))
-    return {name: round(value / n, 4) for name, value in totals.items()} | latency_summary(latencies)
+        rows.append(query_metrics(query, ranked, k=k))
+    return mean_metrics(rows) | latency_summary(latencies)
+
+
+def caching(embedder: Embedder) -> Embedder:
+    """``embedder`` with a text -> vector cache, so many indexes over one catalog embed it once."""
+    import numpy as np
+
+    cache: dict[str, Any] = {}
+
+    def embed(texts: Sequence[str]) -> Any:
+        missing = [text for text in dict.fromkeys(texts) if text not in cache]
+        if missing:
+            cache.update(zip(missing, embedder(missing)))
+        return np.stack([cache[text] for text in texts])
+
+    return embed
+
+
+def cross_validate(
+    queries: Sequence[Query], catalog: Sequence[Mapping[str, Any]], embedder: Embedder, *, k: int = 5
+) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
+    """Leave-one-spec-out CV of the fusion parameters over :data:`FUSION_GRID`: the held-out
+    metrics, and the (weight, floor) each held-out spec was ranked with."""
+    embed = caching(embedder)
+    rows = {}
+    for weight, floor in FUSION_GRID:
+        rank = index_ranker(CapabilitySearch(catalog, embedder=embed, semantic_weight=weight, lexical_floor=floor))
+        rows[(weight, floor)] = [query_metrics(query, rank(query.text, max(k, 10)), k=k) for query in queries]
+    held_out: list[dict[str, float]] = []
+    chosen = {}
+    for spec in sorted({q.spec for q in queries}):
+        train = [i for i, q in enumerate(queries) if q.spec != spec]
+        best = max(FUSION_GRID, key=lambda pair: sum(rows[pair][i]["mrr"] for i in train))
+        chosen[spec] = best
+        held_out += [rows[best][i] for i, q in enumerate(queries) if q.spec == spec]
+    return mean_metrics(held_out), chosen
+
+
+def index_ranker(index: CapabilitySearch) -> Ranker:
+    """``index`` as a :data:`Ranker`."""
+    return lambda text, limit: [op_key(m.capability) for m in index.search(text, limit=limit)]
 
 
 def memory_bank_ranker(catalog: Sequence[Mapping[str, Any]], embedder: Embedder | None = None) -> tuple[Ranker, float]:
@@ -121,7 +181,7 @@ def memory_bank_ranker(catalog: Sequence[Mapping[str, Any]], embedder: Embedder 
     started = time.perf_counter()
     index = CapabilitySearch(catalog, embedder=embedder)
     build_ms = (time.perf_counter() - started) * 1000
-    return (lambda text, limit: [op_key(m.capability) for m in index.search(text, limit=limit)]), build_ms
+    return index_ranker(index), build_ms
 
 
 def add_semantic_option(parser: argparse.ArgumentParser) -> None:
@@ -145,11 +205,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=5, help="cut-off for hit@k and final@k (default 5)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     add_semantic_option(parser)
+    parser.add_argument("--cv", action="store_true", help="leave-one-spec-out CV of the fusion parameters (needs --semantic)")
     args = parser.parse_args(argv)
+    if args.cv and not args.semantic:
+        parser.error("--cv cross-validates the semantic fusion: add --semantic")
     embedder = requested_embedder(parser, args)
 
     queries = read_queries(args.queries)
     catalog = load_catalog(args.specs_root, sorted({q.spec for q in queries}))
+    if args.cv and embedder is not None:
+        metrics, chosen = cross_validate(queries, catalog, embedder, k=args.k)
+        picks = {f"w={w} floor={f}": sum(1 for pair in chosen.values() if pair == (w, f)) for w, f in FUSION_GRID}
+        result = {"queries": len(queries), "folds": len(chosen), "cv": "leave-one-spec-out", **metrics}
+        report(result | {"chosen": {pair: n for pair, n in picks.items() if n}}, as_json=args.json)
+        return 0
     rank, build_ms = memory_bank_ranker(catalog, embedder)
     result = {"queries": len(queries), "operations": len(catalog), "semantic": args.semantic, "build_ms": round(build_ms, 2)}
     report(result | evaluate(queries, rank, k=args.k), as_json=args.json)

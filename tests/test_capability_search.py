@@ -13,7 +13,7 @@ import pytest
 
 from memory_bank.capabilities.bm25f import BM25F
 from memory_bank.capabilities.search import CapabilitySearch, Match
-from memory_bank.capabilities.search_fields import fields
+from memory_bank.capabilities.search_fields import api_texts, fields
 from memory_bank.capabilities.semantic import fuse, load_embedder
 from memory_bank.capabilities.text import split_words, stem, terms
 
@@ -166,8 +166,69 @@ def test_semantic_fusion_keeps_the_lexical_winner_when_embeddings_tie() -> None:
 
 
 def test_fuse_is_a_convex_combination_of_max_normalised_scores() -> None:
-    assert fuse([0.2, 0.1, 0.0], [0.5, 1.0, 0.25]) == pytest.approx([0.75, 0.75, 0.125])
+    assert fuse([0.2, 0.1, 0.0], [0.5, 1.0, 0.25], 0.5, 0.0) == pytest.approx([0.75, 0.75, 0.125])
+    assert fuse([0.2, 0.1, 0.0], [0.5, 1.0, 0.25], 0.5, 0.15) == pytest.approx([0.75, 0.75, 0.125])  # best above the floor
     assert fuse([0.0, 0.0], [0.0, 0.0]) == [0.0, 0.0]
+
+
+def test_fuse_does_not_stretch_a_weak_lexical_best_to_full_weight() -> None:
+    """A best lexical match covering 1% of the request is noise: the embedding decides."""
+    weak_lexical, semantic = [0.01, 0.0], [0.3, 0.6]
+    assert fuse(weak_lexical, semantic, 0.3, 0.0) == pytest.approx([0.85, 0.3])  # stretched: noise wins
+    fused = fuse(weak_lexical, semantic, 0.3, 0.1)
+    assert fused == pytest.approx([0.7 * 0.1 + 0.3 * 0.5, 0.3]) and fused[1] > fused[0]
+
+
+def test_api_texts_read_the_api_key() -> None:
+    entry = CATALOG[0] | {"api": {"title": "Memory Bank", "summary": "", "description": "Stores knowledge.", "servers": ["EU"], "tags": {"Memory": "Save memories."}}}
+    assert api_texts(entry) == ["Memory Bank", "Stores knowledge.", "EU", "Save memories."]
+    assert api_texts(CATALOG[0]) == []  # catalogs built before the key existed
+
+
+def test_the_api_description_routes_between_operations_that_match_alike() -> None:
+    """Two APIs each with a "get result" operation; only the spec's own description says
+    which answers questions about the weather."""
+    def described(source: str, description: str) -> dict[str, Any]:
+        api = {"title": source, "summary": "", "description": description, "servers": [], "tags": {}}
+        return capability("getResult", "Get result", "GET", "/result") | {"source": f"{source}.json", "api": api}
+
+    catalog = [described("alpha", "Stock market prices."), described("beta", "Weather forecasts for any city.")]
+    for order in (catalog, catalog[::-1]):
+        assert CapabilitySearch(order).search("get the weather result")[0].capability["source"] == "beta.json"
+    assert CapabilitySearch(catalog).search("weather") == []  # the API alone never surfaces an operation
+
+
+def test_fusion_parameters_are_per_index() -> None:
+    pytest.importorskip("numpy", reason="the semantic index needs numpy (semantic extra)")
+    catalog = [*CATALOG, capability("getShortAnswer", "Get a short answer to a question", "GET", "/result")]
+    query = "what is the capital of the weather forecast"  # lexical: the forecast; the embedding: the answer
+    lexical_heavy = CapabilitySearch(catalog, embedder=concept_embedder, semantic_weight=0.1, lexical_floor=0.0)
+    semantic_heavy = CapabilitySearch(catalog, embedder=concept_embedder, semantic_weight=0.9, lexical_floor=0.0)
+    assert lexical_heavy.search(query)[0].capability["name"] == "getWeatherForecast"
+    assert semantic_heavy.search(query)[0].capability["name"] == "getShortAnswer"
+
+
+def test_eval_cross_validates_the_fusion_leaving_one_spec_out() -> None:
+    pytest.importorskip("numpy", reason="the semantic index needs numpy (semantic extra)")
+    sys.path.insert(0, str(ROOT / "evals"))
+    from capability_search import FUSION_GRID, Query, caching, cross_validate
+
+    calls: list[int] = []
+
+    def counting(texts: Sequence[str]) -> list[list[float]]:
+        calls.append(len(texts))
+        return concept_embedder(texts)
+
+    catalog = [c | {"source": "memory.yaml"} for c in CATALOG[:4]] + [c | {"source": "world.yaml"} for c in CATALOG[4:]]
+    queries = [
+        Query("m1", "memory.yaml", "remove a memory", frozenset({"DELETE /v1/memory/{memory_id}"}), "DELETE /v1/memory/{memory_id}"),
+        Query("w1", "world.yaml", "weather in Oslo", frozenset({"GET /forecast"}), "GET /forecast"),
+    ]
+    metrics, chosen = cross_validate(queries, catalog, counting)
+    assert set(chosen) == {"memory.yaml", "world.yaml"} and set(chosen.values()) <= set(FUSION_GRID)
+    assert metrics["hit@1"] == metrics["mrr"] == 1.0
+    assert sum(calls) == len(catalog) + len(queries)  # every text embedded once across the whole grid
+    assert len(caching(concept_embedder)(["a", "b", "a"])) == 3
 
 
 def test_packaged_model_loads_offline() -> None:

@@ -29,7 +29,7 @@ from typing import Any
 
 from memory_bank.capabilities.text import phrases, terms
 
-__all__ = ["FIELD_WEIGHTS", "api_terms", "fields", "response_words"]
+__all__ = ["FIELD_WEIGHTS", "api_texts", "api_terms", "fields", "response_words"]
 
 FIELD_WEIGHTS: Mapping[str, float] = {
     "name": 3.0,
@@ -146,3 +146,19 @@ def api_terms(capability: Mapping[str, Any]) -> list[str]:
     """
     source = _text(capability.get("source")).rsplit("/", 1)[-1].rsplit(".", 1)[0]
     return terms(source, _text(capability.get("title")), *_tags(capability), _text(capability.get("description")))
+
+
+def api_texts(capability: Mapping[str, Any]) -> list[str]:
+    """What the spec says about the whole API (codegen's ``api`` key): ``info`` title, summary
+    and description, the servers' descriptions, and the descriptions of this capability's tags.
+
+    The same for every operation of a source (tags aside), so the caller pools each distinct
+    text once per API, not once per operation, or a big API would repeat it a hundred times.
+    """
+    api = capability.get("api")
+    if not isinstance(api, Mapping):
+        return []
+    servers = api.get("servers") if isinstance(api.get("servers"), list) else []
+    tags = api.get("tags") if isinstance(api.get("tags"), Mapping) else {}
+    texts = [_text(api.get("title")), _text(api.get("summary")), _text(api.get("description"))]
+    return [t for t in (*texts, *map(_text, servers), *map(_text, tags.values())) if t.strip()]
