@@ -49,7 +49,7 @@ EXPECTED_ERRORS = ("the server responded with a status of 401", "'https://cdn.re
 UI_TIMEOUT_MS = 30_000
 
 try:
-    from playwright.sync_api import Browser, ConsoleMessage, Page, Request, Route, expect, sync_playwright
+    from playwright.sync_api import Browser, ConsoleMessage, Locator, Page, Request, Route, expect, sync_playwright
 except ImportError:  # pragma: no cover - depends on the environment
     sync_playwright = None
 
@@ -137,11 +137,13 @@ def page(browser: Browser, site: Site) -> Iterator[Page]:
     assert offences.console_errors == [], "the page logged errors"
 
 
-def screenshot(page: Page, name: str) -> Path:
+def screenshot(target: Page | Locator, name: str) -> None:
+    """A whole page, or one part of it (the operation that was run), under test-artifacts/."""
     ARTIFACTS.mkdir(exist_ok=True)
-    path = ARTIFACTS / name
-    page.screenshot(path=str(path), full_page=True)
-    return path
+    if isinstance(target, Locator):
+        target.screenshot(path=str(ARTIFACTS / name))
+    else:
+        target.screenshot(path=str(ARTIFACTS / name), full_page=True)
 
 
 def spec_operations() -> list[tuple[str, str]]:
@@ -179,7 +181,7 @@ def test_authorize_then_try_it_out_runs_get_memory_search(page: Page, site: Site
     expect(live.locator("tbody .response-col_status")).to_have_text("200")
     expect(live.locator("tbody .response-col_description")).to_contain_text(SEEDED)
     expect(operation.locator(".curl-command")).to_contain_text("Authorization: Bearer")
-    screenshot(page, "docs-try-it-out.png")
+    screenshot(operation, "docs-try-it-out.png")
 
     page.reload()  # persistAuthorization: the token survives a reload
     expect(page.locator(".auth-wrapper button.authorize.locked")).to_be_visible()
