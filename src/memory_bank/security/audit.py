@@ -97,6 +97,8 @@ class AuditLog:
         self._queue: queue.Queue[AuditEvent] = queue.Queue(maxsize=queue_size)
         self._stopping = threading.Event()
         self._writer: threading.Thread | None = None
+        self._lifespans = 0
+        self._lifespans_lock = threading.Lock()
         metrics.watch_audit_queue(self._queue.qsize)
 
     @classmethod
@@ -115,16 +117,26 @@ class AuditLog:
 
     @contextmanager
     def running(self) -> Iterator[None]:
-        """Write events while the block runs (the app's lifespan); drain the queue on exit."""
-        self._stopping.clear()
-        self._writer = threading.Thread(target=self._drain, name="audit-writer", daemon=True)
-        self._writer.start()
+        """Write events while the block runs (the app's lifespan); drain the queue on exit.
+
+        Lifespans of one app can overlap (in-process clients each open one), so the
+        writer starts with the first and drains and stops with the last.
+        """
+        with self._lifespans_lock:
+            self._lifespans += 1
+            if self._writer is None:
+                self._stopping.clear()
+                self._writer = threading.Thread(target=self._drain, name="audit-writer", daemon=True)
+                self._writer.start()
         try:
             yield
         finally:
-            self._stopping.set()
-            self._writer.join()
-            self._writer = None
+            with self._lifespans_lock:
+                self._lifespans -= 1
+                if self._lifespans == 0 and self._writer is not None:
+                    self._stopping.set()
+                    self._writer.join()
+                    self._writer = None
 
     def _drain(self) -> None:
         while True:
