@@ -1,4 +1,8 @@
-"""The MySQL/MariaDB search backend: FULLTEXT pitfalls, tenant-independent ranking, bootstrap."""
+"""The MySQL/MariaDB search backend: FULLTEXT pitfalls, tenant-independent ranking, bootstrap.
+
+Search tests run under both plans of ``search_mysql``: the scan of a small owner's
+rows and the FULLTEXT index (forced here by setting ``SCAN_ROWS`` to 0).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from memory_bank.store import MemoryFilter, MemoryStore
+from memory_bank.store import MemoryFilter, MemoryStore, search_mysql
 from memory_bank.store.bootstrap_mysql import FULLTEXT_INDEX, has_fulltext
 from memory_bank.store.database import create_schema, make_engine
 
@@ -18,8 +22,11 @@ pytestmark = pytest.mark.mysql
 EVERYTHING = MemoryFilter()
 
 
-@pytest.fixture
-def ann(make_principal):
+@pytest.fixture(params=["scan", "index"])
+def ann(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, make_principal):
+    """Ann of acme, searching under the plan this test runs with."""
+    if request.param == "index":
+        monkeypatch.setattr(search_mysql, "SCAN_ROWS", 0)
     return make_principal("acme", "ann")
 
 
@@ -48,9 +55,9 @@ def test_a_saved_memory_is_searchable_at_once(store: MemoryStore, ann) -> None:
 
 
 @backends.mysql_only
-def test_other_tenants_rows_do_not_change_a_ranking(store: MemoryStore, engine: Engine, make_principal) -> None:
+def test_other_tenants_rows_do_not_change_a_ranking(store: MemoryStore, engine: Engine, ann, make_principal) -> None:
     """InnoDB's IDF counts every tenant's rows; the owner-local BM25 re-scoring does not."""
-    ann, bob = make_principal("acme", "ann"), make_principal("globex", "bob")
+    bob = make_principal("globex", "bob")
     mine = ["python build snippets", "gardening tips spring", "gardening club dates", "budget review notes"]
     for content in mine:
         store.create(ann, {"content": content})
