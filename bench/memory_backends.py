@@ -12,9 +12,11 @@ Then, per backend:
   org's own memories, and of a few of them through the HTTP API (auth, limiter,
   audit and JSON included);
 * writes/s: ``MemoryStore.create`` one memory per transaction, as ``POST /v1/memory`` does;
+* on MariaDB, the same searches again under the FULLTEXT index plan that
+  ``search_mysql`` keeps for owners above ``SCAN_ROWS`` rows (orgs here have fewer);
 * on MariaDB, the cross-tenant IDF skew: org 0's top 10 for each query in the
   shared database against the same org alone in a database of its own, by raw
-  InnoDB relevance and by this store's search (owner-local BM25).
+  InnoDB relevance and by this store's search (owner-local BM25), under both plans.
 
 MariaDB comes from ``MEMORY_BANK_TEST_MYSQL_URL`` (or ``--mysql-url``); the bench
 creates ``mb_test_bench_*`` databases there and drops them.
@@ -50,7 +52,7 @@ from memory_bank.app import create_app  # noqa: E402
 from memory_bank.security.principal import Principal  # noqa: E402
 from memory_bank.security.tokens import TokenStore  # noqa: E402
 from memory_bank.settings import Settings  # noqa: E402
-from memory_bank.store import MemoryFilter, MemoryStore, open_database  # noqa: E402
+from memory_bank.store import MemoryFilter, MemoryStore, open_database, search_mysql  # noqa: E402
 from memory_bank.store.columns import new_id  # noqa: E402
 from memory_bank.store.importer import Record  # noqa: E402
 from memory_bank.store.search import query_terms  # noqa: E402
@@ -156,20 +158,39 @@ def http_search(url: str, picked: Sequence[tuple[int, str]]) -> list[float]:
         return timed([one(org, q) for org, q in picked])
 
 
+@contextmanager
+def index_plan() -> Iterator[None]:
+    """Make ``search_mysql`` ask the FULLTEXT index whatever the owner's size."""
+    saved, search_mysql.SCAN_ROWS = search_mysql.SCAN_ROWS, 0
+    try:
+        yield
+    finally:
+        search_mysql.SCAN_ROWS = saved
+
+
+def store_search(url: str, picked: Sequence[tuple[int, str]]) -> list[float]:
+    engine = open_database(Settings(database_url=url))
+    store = MemoryStore(engine)
+
+    def one(org: int, q: str) -> Callable[[], object]:
+        return lambda: store.search(principal(org), EVERYTHING, q, 10)
+
+    try:
+        return timed([one(org, q) for org, q in picked])
+    finally:
+        engine.dispose()
+
+
 def bench_backend(name: str, url: str, corpus: dict[int, list[str]], picked: Sequence[tuple[int, str]]) -> dict[str, Any]:
     engine = open_database(Settings(database_url=url))
     store = MemoryStore(engine)
     rows_per_second = load(store, corpus)
-    def one(org: int, q: str) -> Callable[[], object]:
-        return lambda: store.search(principal(org), EVERYTHING, q, 10)
-
-    search_ms = timed([one(org, q) for org, q in picked])
     writes = writes_per_second(store, random.Random(SEED))
     engine.dispose()
     return {
         "backend": name,
         "load_rows_per_s": round(rows_per_second),
-        **latency_summary(search_ms, "search_ms"),
+        **latency_summary(store_search(url, picked), "search_ms"),
         **latency_summary(http_search(url, picked[:HTTP_QUERIES]), "http_search_ms"),
         "writes_per_s": round(writes, 1),
     }
@@ -213,6 +234,8 @@ def agreement(shared: list[list[str]], alone: list[list[str]]) -> dict[str, floa
 def idf_skew(shared_url: str, server: str, picked: Sequence[str]) -> dict[str, Any]:
     """Org 0 in the shared database against org 0 alone: how much other tenants move its ranking."""
     shared_innodb, shared_ours = top10(shared_url, picked)
+    with index_plan():
+        _, shared_index = top10(shared_url, picked)
     with mysql_database(server) as alone_url:
         engine = open_database(Settings(database_url=alone_url))
         store = MemoryStore(engine)
@@ -225,10 +248,13 @@ def idf_skew(shared_url: str, server: str, picked: Sequence[str]) -> dict[str, A
         store.import_records(principal(0), [Record(n, {"id": i, "content": c, "created_at": t}) for n, (i, c, t) in enumerate(rows, 1)])
         engine.dispose()
         alone_innodb, alone_ours = top10(alone_url, picked)
+        with index_plan():
+            _, alone_index = top10(alone_url, picked)
     return {
         "queries": len(picked),
         "raw_innodb": agreement(shared_innodb, alone_innodb),
-        "owner_local_bm25": agreement(shared_ours, alone_ours),
+        "bm25_scan_plan": agreement(shared_ours, alone_ours),
+        "bm25_index_plan": agreement(shared_index, alone_index),
     }
 
 
@@ -250,6 +276,8 @@ def main() -> None:
         results.append(bench_backend("sqlite", f"sqlite:///{scratch}/bench.db", corpus, picked))
     with mysql_database(args.mysql_url) as url:
         results.append(bench_backend("mariadb", url, corpus, picked))
+        with index_plan():
+            results.append({"backend": "mariadb-index-plan", **latency_summary(store_search(url, picked), "search_ms")})
         skew = idf_skew(url, args.mysql_url, [q for _, q in queries({0: corpus[0]}, 200, rng)])
     if args.json:
         report({"memories": args.memories, "orgs": args.orgs, "backends": results, "idf_skew": skew}, as_json=True)
@@ -258,9 +286,9 @@ def main() -> None:
     print(f"{args.memories} memories over {args.orgs} orgs, {args.queries} store searches, {HTTP_QUERIES} over HTTP, {WRITES} single writes")
     print("  ".join(f"{c:>20}" for c in columns))
     for row in results:
-        print("  ".join(f"{row[c]!s:>20}" for c in columns))
+        print("  ".join(f"{row.get(c, '-')!s:>20}" for c in columns))
     print(f"cross-tenant IDF skew, org 0 shared vs alone over {skew['queries']} queries:")
-    for method in ("raw_innodb", "owner_local_bm25"):
+    for method in ("raw_innodb", "bm25_scan_plan", "bm25_index_plan"):
         print(f"  {method:>18}: {skew[method]}")
 
 
