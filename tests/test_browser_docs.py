@@ -22,12 +22,9 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from memory_bank.app import create_app
 from memory_bank.generated.spec import SPEC
-from memory_bank.security.tokens import TokenStore
-from memory_bank.settings import Settings
 
-from live_server import serving
+from mcp_live import live_server
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -87,17 +84,14 @@ class Offences:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    """The real app under uvicorn with one saved memory and a read/write token for it."""
-    database = tmp_path_factory.mktemp("browser") / "memory-bank.db"
-    app = create_app(Settings(database_url=f"sqlite:///{database}"))
-    token, _ = TokenStore(app.state.engine).create("acme", "ada", "laptop", ["memory:read", "memory:write"])
-    with serving(app) as base_url:
+    """The real app under uvicorn (tests/mcp_live.py) with one saved memory and a read/write token for it."""
+    with live_server(tmp_path_factory.mktemp("browser")) as server:
+        token = server.token(org="acme", user="ada")
         saved = httpx.post(
-            f"{base_url}/v1/memory", json={"content": SEEDED, "tags": ["deploy"]}, headers={"Authorization": f"Bearer {token}"}
+            f"{server.url}/v1/memory", json={"content": SEEDED, "tags": ["deploy"]}, headers={"Authorization": f"Bearer {token}"}
         )
         assert saved.status_code == 201, saved.text
-        yield Site(base_url, token)
-    app.state.engine.dispose()
+        yield Site(server.url, token)
 
 
 @pytest.fixture(scope="module")

@@ -30,12 +30,10 @@ from hypothesis import strategies as st
 from schemathesis import Case, GenerationMode, checks
 from schemathesis.config import SchemathesisConfig
 
-from memory_bank.app import create_app
 from memory_bank.generated.spec import SPEC
-from memory_bank.security.tokens import PERMISSIONS, TokenStore
-from memory_bank.settings import Settings
+from memory_bank.security.tokens import PERMISSIONS
 
-from live_server import serving
+from mcp_live import live_server
 
 EXAMPLES = int(os.environ.get("MEMORY_BANK_FUZZ_EXAMPLES", "25"))
 SEED_KEYPATH = "fuzz.seed"
@@ -66,28 +64,24 @@ class FuzzTarget:
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzTarget]:
-    """The real app under uvicorn on its own SQLite file, a token with every permission, one saved memory.
+    """The real app under uvicorn (tests/mcp_live.py) with a token that may do everything and one saved memory.
 
-    The rate limit is lifted: hundreds of calls a minute are the point here, not abuse.
+    The live server lifts the rate limit: hundreds of calls a minute are the point here.
     """
-    database = tmp_path_factory.mktemp("fuzz") / "memory-bank.db"
-    app = create_app(Settings(database_url=f"sqlite:///{database}", rate_limit_rpm=1_000_000))
-    token, _ = TokenStore(app.state.engine).create("acme", "ann", "fuzzer", PERMISSIONS)
-    config = SchemathesisConfig.from_dict(
-        {
-            "auth": {"openapi": {"bearerAuth": {"bearer": token}}},
-            "generation": {"allow-extra-parameters": False},
-            "checks": {"negative_data_rejection": {"expected-statuses": REJECTION_STATUSES}},
-        }
-    )
-    with serving(app) as base_url:
+    with live_server(tmp_path_factory.mktemp("fuzz")) as server:
+        token = server.token(org="acme", perms=PERMISSIONS)
+        config = SchemathesisConfig.from_dict(
+            {
+                "auth": {"openapi": {"bearerAuth": {"bearer": token}}},
+                "generation": {"allow-extra-parameters": False},
+                "checks": {"negative_data_rejection": {"expected-statuses": REJECTION_STATUSES}},
+            }
+        )
         headers = {"Authorization": f"Bearer {token}"}
         seed = {"content": "The fuzzer saved this", "contexts": [{"snippet": "seed"}]}
-        memory = httpx.post(f"{base_url}/v1/memory", json=seed, headers=headers).raise_for_status().json()
-        httpx.put(f"{base_url}/v1/memory/keypaths/{SEED_KEYPATH}", json={"content": "seeded"}, headers=headers)
-        schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json", config=config)
-        yield FuzzTarget(schema, memory["id"], SEED_KEYPATH)
-    app.state.engine.dispose()
+        memory = httpx.post(f"{server.url}/v1/memory", json=seed, headers=headers).raise_for_status().json()
+        httpx.put(f"{server.url}/v1/memory/keypaths/{SEED_KEYPATH}", json={"content": "seeded"}, headers=headers)
+        yield FuzzTarget(schemathesis.openapi.from_url(f"{server.url}/openapi.json", config=config), memory["id"], SEED_KEYPATH)
 
 
 def cases(target: FuzzTarget, operation_id: str, mode: GenerationMode) -> st.SearchStrategy[Case]:
