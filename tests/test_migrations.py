@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +15,7 @@ from typer.testing import CliRunner
 
 from memory_bank.cli import app
 from memory_bank.settings import get_settings
-from memory_bank.store.database import make_engine
+from memory_bank.store.database import create_schema, make_engine
 
 
 def _modelled(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
@@ -47,3 +49,15 @@ def test_db_upgrade_command(database_url: str, monkeypatch: pytest.MonkeyPatch) 
         assert again.stdout.strip() == "0002" and "up to date" in again.stderr
     finally:
         get_settings.cache_clear()
+
+
+def test_starts_racing_on_a_fresh_sqlite_file_migrate_once(tmp_path: Path) -> None:
+    """Processes starting at once on one file (the MySQL case is in test_mysql_search)."""
+    engines = [make_engine(f"sqlite:///{tmp_path / 'race.db'}") for _ in range(4)]
+    try:
+        with ThreadPoolExecutor(len(engines)) as pool:
+            results = list(pool.map(create_schema, engines))
+        assert sorted(results, key=str) == [("0002", "0002")] * 3 + [(None, "0002")]
+    finally:
+        for engine in engines:
+            engine.dispose()
