@@ -17,6 +17,7 @@ from memory_bank.settings import Settings
 from memory_bank.store import MemoryStore, open_database
 
 READ_WRITE = ("memory:read", "memory:write")
+DEFAULT_AGENT = "agent-1"
 
 MakeToken = Callable[..., str]
 MakeClient = Callable[..., TestClient]
@@ -82,11 +83,15 @@ def client(app: FastAPI) -> Iterator[TestClient]:
 
 @pytest.fixture
 def make_token(settings: Settings) -> Iterator[MakeToken]:
-    """``make_token(org, user, perms=READ_WRITE, agent=None)`` -> bearer token plaintext."""
+    """``make_token(org, user, perms=READ_WRITE, agent="agent-1")`` -> bearer token plaintext.
+
+    Writes need an agent (DESIGN §6), so tokens are bound to one unless a test passes
+    ``agent=None`` to act agent-less.
+    """
     engine = open_database(settings)
     tokens = TokenStore(engine)
 
-    def make(org: str, user: str, perms: Iterable[str] = READ_WRITE, agent: str | None = None) -> str:
+    def make(org: str, user: str, perms: Iterable[str] = READ_WRITE, agent: str | None = DEFAULT_AGENT) -> str:
         return tokens.create(org, user, agent, perms)[0]
 
     yield make
@@ -95,9 +100,9 @@ def make_token(settings: Settings) -> Iterator[MakeToken]:
 
 @pytest.fixture
 def make_client(app: FastAPI, client: TestClient, make_token: MakeToken) -> MakeClient:
-    """``make_client(org, user, perms=READ_WRITE, agent=None)`` -> a client acting as that user."""
+    """``make_client(org, user, perms=READ_WRITE, agent="agent-1")`` -> a client acting as that user."""
 
-    def make(org: str, user: str, perms: Iterable[str] = READ_WRITE, agent: str | None = None) -> TestClient:
+    def make(org: str, user: str, perms: Iterable[str] = READ_WRITE, agent: str | None = DEFAULT_AGENT) -> TestClient:
         return TestClient(app, headers={"Authorization": f"Bearer {make_token(org, user, perms, agent)}"})
 
     return make

@@ -30,6 +30,7 @@ from memory_bank.mcp.tools import Toolbox
 from memory_bank.middleware import RequestIdMiddleware
 from memory_bank.observability.wiring import Operations
 from memory_bank.problems import install_problem_handlers
+from memory_bank.security.agents import AgentResolver, AgentStore
 from memory_bank.security.authorize import make_authorize
 from memory_bank.security.tokens import TokenStore
 from memory_bank.settings import Settings, get_settings
@@ -40,8 +41,8 @@ from memory_bank.store.memories import MemoryStore
 class AppHandlers(MemoryHandlers, CapabilityHandlers):
     """The whole generated ``MemoryBankApi``: the memory operations and the capability search."""
 
-    def __init__(self, store: MemoryStore, registry: CapabilityRegistry) -> None:
-        MemoryHandlers.__init__(self, store)
+    def __init__(self, store: MemoryStore, agents: AgentResolver, registry: CapabilityRegistry) -> None:
+        MemoryHandlers.__init__(self, store, agents)
         CapabilityHandlers.__init__(self, registry)
 
 
@@ -52,7 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     tokens = TokenStore(engine)
     operations = Operations.build(settings, engine)
     registry = CapabilityRegistry(CAPABILITIES)
-    handlers = AppHandlers(MemoryStore(engine), registry)
+    handlers = AppHandlers(MemoryStore(engine), AgentResolver(AgentStore(engine)), registry)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

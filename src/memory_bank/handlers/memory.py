@@ -17,6 +17,7 @@ from memory_bank.generated import models
 from memory_bank.handlers.convert import to_memory, to_model
 from memory_bank.handlers.transfer import export_lines, parse_records
 from memory_bank.runtime import Principal, Reply, TextStream
+from memory_bank.security.agents import AgentResolver
 from memory_bank.store.filters import MemoryFilter
 from memory_bank.store.memories import MemoryStore
 from memory_bank.store.tables import MemoryRow
@@ -40,12 +41,14 @@ def _created(row: MemoryRow, created: bool) -> Reply[models.Memory]:
 
 
 class MemoryHandlers:
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: MemoryStore, agents: AgentResolver) -> None:
         self._store = store
+        self._agents = agents
 
     async def post_memory(
         self, principal: Principal, *, body: models.MemoryCreate, idempotency_key: str | None = None
     ) -> Reply[models.Memory]:
+        body = body.model_copy(update={"agent_id": await self._agents.resolve_agent(principal, body.agent_id)})
         row, created = await _off_loop(self._store.create, principal, body.model_dump(exclude_none=True), idempotency_key)
         return _created(row, created)
 
@@ -96,6 +99,7 @@ class MemoryHandlers:
     async def put_memory_keypath(
         self, principal: Principal, *, keypath: str, body: models.KeypathValue
     ) -> Reply[models.Memory]:
+        body = body.model_copy(update={"agent_id": await self._agents.resolve_agent(principal, body.agent_id)})
         row, created = await _off_loop(self._store.put_keypath, principal, keypath, body.model_dump(exclude_none=True))
         return _created(row, created)
 
@@ -108,6 +112,8 @@ class MemoryHandlers:
     async def patch_memory(
         self, principal: Principal, *, memory_id: str, body: models.MemoryPatch
     ) -> Reply[models.Memory]:
+        # A new version is attributed to the token's agent; an agent-less token cannot write one.
+        await self._agents.resolve_agent(principal, None)
         changes = body.model_dump(exclude_none=True, exclude={"expected_version"})
         row = await _off_loop(self._store.patch, principal, memory_id, changes, body.expected_version)
         return Reply(to_memory(row))
