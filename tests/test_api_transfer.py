@@ -83,6 +83,14 @@ def test_ids_taken_by_another_owner_are_remapped(history: list[dict], make_clien
     assert all(r["supersedes_id"] in ids for r in exported if r["supersedes_id"])
 
 
+def test_repeat_import_into_another_owner_skips_the_earlier_copies(history: list[dict], make_client) -> None:
+    other = make_client("globex", "gus")
+    assert other.post("/v1/memory/import", content=body(history)).json() == {"imported": 5, "skipped": 0}
+    first = lines(other)
+    assert other.post("/v1/memory/import", content=body(history)).json() == {"imported": 0, "skipped": 5}
+    assert lines(other) == first
+
+
 def test_repeat_import_skips_everything(ann: TestClient, history: list[dict]) -> None:
     result = ann.post("/v1/memory/import", content=body(history))
     assert result.json() == {"imported": 0, "skipped": 5}

@@ -5,7 +5,9 @@ by the caller. This module checks what only the whole file can show (duplicate i
 ``supersedes_id`` links that lead nowhere, forks and cycles), then writes:
 
 * a record whose id the caller already owns is skipped, so an import can be repeated;
-* a record whose id another owner holds gets a fresh id, and the links to it follow;
+* a record whose id another owner holds gets an id derived from (owner, original id),
+  and the links to it follow; derived rather than random, so importing the same file
+  into the same account again finds those copies and skips them instead of duplicating;
 * ``chain_id`` is re-derived from the links (the chain's first version), so the
   export format needs no field beyond the Memory shape;
 * the first version of each live chain gets its content-derived idempotency key back
@@ -15,8 +17,10 @@ by the caller. This module checks what only the whole file can show (duplicate i
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -25,7 +29,7 @@ from sqlmodel import Session, col
 
 from memory_bank.errors import ApiError, ErrorCode, FieldError
 from memory_bank.security.principal import Principal
-from memory_bank.store.columns import new_id
+from memory_bank.store.columns import ID_LENGTH, new_id
 from memory_bank.store.idempotency import content_hash, content_key
 from memory_bank.store.tables import MemoryRow
 
@@ -47,6 +51,12 @@ class Record:
     @property
     def parent(self) -> str | None:
         return self.fields.get("supersedes_id")
+
+
+def copy_id(principal: Principal, original_id: str) -> str:
+    """The id this owner's copy of another owner's record gets: stable, URL-safe, 21 characters."""
+    digest = hashlib.sha256(f"{principal.org_id}:{principal.user_id}:{original_id}".encode()).digest()
+    return base64.urlsafe_b64encode(digest).decode("ascii")[:ID_LENGTH]
 
 
 def line_error(line: int, rule: str, message: str) -> FieldError:
@@ -129,14 +139,27 @@ def _check(records: Sequence[Record], owned: set[str]) -> tuple[list[Record], li
     return sorted(by_id.values(), key=lambda r: depth.get(r.id, 0)), errors
 
 
+def _mine(row: MemoryRow, principal: Principal) -> bool:
+    return row.org_id == principal.org_id and row.user_id == principal.user_id
+
+
+def _own_ids(session: Session, principal: Principal, records: Sequence[Record]) -> list[Record]:
+    """The records with every id another owner holds replaced by this owner's ``copy_id``."""
+    ids = {r.id for r in records} | {r.parent for r in records if r.parent}
+    rename = {i: copy_id(principal, i) for i, row in _rows_by_id(session, ids).items() if not _mine(row, principal)}
+    return [
+        replace(r, fields=r.fields | {"id": rename.get(r.id, r.id), "supersedes_id": rename.get(r.parent, r.parent)})
+        if r.id in rename or r.parent in rename
+        else r
+        for r in records
+    ]
+
+
 def write(session: Session, principal: Principal, records: Sequence[Record]) -> tuple[int, int]:
     """Insert the records the caller does not have yet; returns (imported, skipped)."""
+    records = _own_ids(session, principal, records)
     existing = _rows_by_id(session, {r.id for r in records} | {r.parent for r in records if r.parent})
-    owned = {
-        memory_id
-        for memory_id, row in existing.items()
-        if row.org_id == principal.org_id and row.user_id == principal.user_id
-    }
+    owned = {memory_id for memory_id, row in existing.items() if _mine(row, principal)}
     ordered, errors = _check(records, owned)
     if errors:
         raise invalid_lines(errors)
