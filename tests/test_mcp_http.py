@@ -6,6 +6,7 @@ each failure code an agent can meet, and isolation between organisations.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -13,14 +14,17 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
+import sqlalchemy as sa
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.settings import McpToolsMode
+from memory_bank.store.audit_table import AuditEventRow
 from mcp_live import LiveServer, live_server
 
 CATALOG = {c["name"]: c for c in CAPABILITIES}
+META_TOOLS = ("search_capabilities", "execute_capability")
 WRITE_OPERATIONS = {name for name, c in CATALOG.items() if c["policy"]["permission"] != "memory:read"}
 
 
@@ -243,3 +247,27 @@ async def test_a_search_query_that_looks_like_json_stays_text(server: LiveServer
     async with server.client(server.token()) as client:
         found = ok(await client.call_tool("search_capabilities", {"query": '{"save": 1}'}))
     assert "postMemory" in [card["name"] for card in found["results"]]
+
+
+async def test_every_tool_call_is_audited_even_when_it_fails_before_dispatch(server: LiveServer) -> None:
+    org = "org-audit-mcp"
+    async with server.client(server.token(org)) as client:
+        failed(await client.call_tool("execute_capability", {"name": "noSuchCapability"}), "not_found")
+        failed(await client.call_tool("execute_capability", {"name": "getMemory", "path": {"memory_id": 7}}), "invalid_params")
+        ok(await client.call_tool("search_capabilities", {"query": "search my memories"}))
+
+    expected = [
+        ("execute_capability", False, "not_found"),
+        ("execute_capability", False, "invalid_params"),
+        ("search_capabilities", True, None),
+    ]
+    statement = sa.select(AuditEventRow).where(AuditEventRow.org_id == org).order_by(AuditEventRow.pk)
+    for _ in range(50):  # the writer thread flushes in the background
+        with server.app.state.engine.connect() as connection:
+            rows = [r._mapping for r in connection.execute(statement)]
+        mcp_rows = [(r["tool_name"], r["success"], r["error_code"]) for r in rows if r["tool_name"] in META_TOOLS]
+        if len(mcp_rows) >= len(expected):
+            break
+        await asyncio.sleep(0.1)
+    assert mcp_rows == expected
+    assert all(r["agent_id"] == "agent-1" and r["request_id"] for r in rows)

@@ -10,7 +10,9 @@ REST call.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import mcp_types as types
@@ -19,6 +21,7 @@ from jsonschema import Draft202012Validator
 from memory_bank.capabilities.execute import Caller, Executor, Outcome, decode_groups, schema_failures
 from memory_bank.capabilities.registry import CapabilityRegistry
 from memory_bank.problems import validation_error
+from memory_bank.security.audit import AuditEvent, AuditLog
 from memory_bank.settings import McpToolsMode
 
 SEARCH = "search_capabilities"
@@ -106,9 +109,10 @@ class UnknownTool(LookupError):
 class Toolbox:
     """The listed tools for a mode, and the dispatch of a call by tool name."""
 
-    def __init__(self, registry: CapabilityRegistry, executor: Executor, mode: McpToolsMode) -> None:
+    def __init__(self, registry: CapabilityRegistry, executor: Executor, mode: McpToolsMode, audit: AuditLog) -> None:
         self._registry = registry
         self._executor = executor
+        self._audit = audit
         self._meta = mode in (McpToolsMode.meta, McpToolsMode.both)
         self._direct = mode in (McpToolsMode.direct, McpToolsMode.both)
         self._meta_schemas = {tool.name: tool.input_schema for tool in (SEARCH_TOOL, EXECUTE_TOOL)}
@@ -122,6 +126,29 @@ class Toolbox:
         return tools
 
     async def call(self, name: str, arguments: Mapping[str, Any], caller: Caller) -> Outcome:
+        """Run tool ``name`` and audit it (DESIGN §6: one event per tool call, never its arguments).
+
+        The REST call it dispatches is audited too, under its operationId; this event also
+        covers calls that fail before dispatch (bad arguments, unknown capability).
+        """
+        requested_at, start = datetime.now(UTC), time.perf_counter()
+        outcome = await self._run(name, arguments, caller)
+        code = (outcome.structured or {}).get("code") if outcome.is_error else None
+        self._audit.record(
+            AuditEvent(
+                request_id=caller.request_id,
+                org_id=caller.principal.org_id,
+                agent_id=caller.principal.agent_id,
+                tool_name=name,
+                latency_ms=(time.perf_counter() - start) * 1000,
+                success=not outcome.is_error,
+                error_code=code,
+                requested_at=requested_at,
+            )
+        )
+        return outcome
+
+    async def _run(self, name: str, arguments: Mapping[str, Any], caller: Caller) -> Outcome:
         """Run tool ``name``; a meta-tool's own arguments are checked like an operation's."""
         if self._meta and name in self._validators:
             arguments = decode_groups(arguments, self._meta_schemas[name])
