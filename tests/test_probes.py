@@ -60,3 +60,9 @@ def test_ready_pings_a_configured_redis(settings: Settings, shared_redis: str) -
         200,
         {"status": "ready", "checks": {"database": "ok", "redis": "ok"}},
     )
+
+
+def test_the_service_root_leads_a_person_to_the_docs(client: TestClient) -> None:
+    response = client.get("/", follow_redirects=False)
+    assert response.status_code == 307 and response.headers["location"] == "/docs"
+    assert "swagger-ui" in client.get("/").text

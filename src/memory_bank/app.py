@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 
 from memory_bank import __version__
 from memory_bank.capabilities.execute import Executor
@@ -88,6 +88,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/openapi.json", include_in_schema=False)
     async def openapi_document() -> JSONResponse:
         return JSONResponse(SPEC)
+
+    @app.get("/", include_in_schema=False)
+    async def home() -> RedirectResponse:
+        """A person who opens the service's address lands on the API docs, not on a 404."""
+        return RedirectResponse("/docs")
 
     @app.get("/health", include_in_schema=False)
     async def health() -> dict[str, str]:

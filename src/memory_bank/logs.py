@@ -107,8 +107,9 @@ def configure_logging(profile: Profile, level: int = logging.INFO) -> None:
     for name in ("uvicorn", "uvicorn.error"):
         logging.getLogger(name).handlers.clear()
         logging.getLogger(name).propagate = True
-    # uvicorn's access line duplicates ours; HTTP clients' request lines carry query strings.
-    for name in ("uvicorn.access", "httpx", "httpx2", "httpcore"):
+    # uvicorn's access line duplicates ours; HTTP clients' request lines carry query strings;
+    # Alembic narrates its set-up on every start, which says nothing to an operator.
+    for name in ("uvicorn.access", "httpx", "httpx2", "httpcore", "alembic"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
