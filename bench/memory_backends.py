@@ -13,7 +13,7 @@ Then, per backend:
   audit and JSON included);
 * writes/s: ``MemoryStore.create`` one memory per transaction, as ``POST /v1/memory`` does;
 * on MariaDB, the same searches again under the FULLTEXT index plan that
-  ``search_mysql`` keeps for owners above ``SCAN_ROWS`` rows (orgs here have fewer);
+  ``search_lexical`` keeps for owners above ``SCAN_ROWS`` rows (orgs here have fewer);
 * on MariaDB, the cross-tenant IDF skew: org 0's top 10 for each query in the
   shared database against the same org alone in a database of its own, by raw
   InnoDB relevance and by this store's search (owner-local BM25), under both plans.
@@ -52,7 +52,7 @@ from memory_bank.app import create_app  # noqa: E402
 from memory_bank.security.principal import Principal  # noqa: E402
 from memory_bank.security.tokens import TokenStore  # noqa: E402
 from memory_bank.settings import Settings  # noqa: E402
-from memory_bank.store import MemoryFilter, MemoryStore, open_database, search_mysql  # noqa: E402
+from memory_bank.store import MemoryFilter, MemoryStore, open_database, search_lexical  # noqa: E402
 from memory_bank.store.columns import new_id  # noqa: E402
 from memory_bank.store.importer import Record  # noqa: E402
 from memory_bank.store.search import query_terms  # noqa: E402
@@ -160,12 +160,12 @@ def http_search(url: str, picked: Sequence[tuple[int, str]]) -> list[float]:
 
 @contextmanager
 def index_plan() -> Iterator[None]:
-    """Make ``search_mysql`` ask the FULLTEXT index whatever the owner's size."""
-    saved, search_mysql.SCAN_ROWS = search_mysql.SCAN_ROWS, 0
+    """Make ``search_lexical`` ask the FULLTEXT index whatever the owner's size."""
+    saved, search_lexical.SCAN_ROWS = search_lexical.SCAN_ROWS, 0
     try:
         yield
     finally:
-        search_mysql.SCAN_ROWS = saved
+        search_lexical.SCAN_ROWS = saved
 
 
 def store_search(url: str, picked: Sequence[tuple[int, str]]) -> list[float]:
@@ -214,12 +214,13 @@ def top10(url: str, picked: Sequence[str]) -> tuple[list[list[str]], list[list[s
     """Org 0's top 10 per query: by raw InnoDB relevance, and by ``MemoryStore.search``."""
     engine = open_database(Settings(database_url=url))
     raw = sa.text(
-        "SELECT id FROM memory WHERE org_id = :org AND MATCH(content) AGAINST (:q)"
-        " ORDER BY MATCH(content) AGAINST (:q) DESC, pk DESC LIMIT 10"
+        "SELECT id FROM memory WHERE org_id = :org AND MATCH(search_text) AGAINST (:q)"
+        " ORDER BY MATCH(search_text) AGAINST (:q) DESC, pk DESC LIMIT 10"
     )
     store = MemoryStore(engine)
     with engine.connect() as connection:
-        innodb = [list(connection.execute(raw, {"org": principal(0).org_id, "q": q}).scalars()) for q in picked]
+        terms = [" ".join(query_terms(q)) for q in picked]
+        innodb = [list(connection.execute(raw, {"org": principal(0).org_id, "q": t}).scalars()) for t in terms]
     ours = [[row.id for row, _ in store.search(principal(0), EVERYTHING, q, 10)] for q in picked]
     engine.dispose()
     return innodb, ours

@@ -1,6 +1,6 @@
 """The MySQL/MariaDB search backend: FULLTEXT pitfalls, tenant-independent ranking, bootstrap.
 
-Search tests run under both plans of ``search_mysql``: the scan of a small owner's
+Search tests run under both plans of ``search_lexical``: the scan of a small owner's
 rows and the FULLTEXT index (forced here by setting ``SCAN_ROWS`` to 0).
 """
 
@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from memory_bank.store import MemoryFilter, MemoryStore, search_mysql
+from memory_bank.store import MemoryFilter, MemoryStore, search_lexical
 from memory_bank.store.bootstrap_mysql import FULLTEXT_INDEX, has_fulltext
 from memory_bank.store.database import create_schema, make_engine
 
@@ -26,7 +26,7 @@ EVERYTHING = MemoryFilter()
 def ann(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, make_principal):
     """Ann of acme, searching under the plan this test runs with."""
     if request.param == "index":
-        monkeypatch.setattr(search_mysql, "SCAN_ROWS", 0)
+        monkeypatch.setattr(search_lexical, "SCAN_ROWS", 0)
     return make_principal("acme", "ann")
 
 
@@ -71,17 +71,17 @@ def test_other_tenants_rows_do_not_change_a_ranking(store: MemoryStore, engine: 
 
     # What InnoDB alone would have said: bob's rows made python look common, so it now ranks last.
     relevance = sa.text(
-        "SELECT content FROM memory WHERE org_id = 'acme' AND MATCH(content) AGAINST (:q)"
-        " ORDER BY MATCH(content) AGAINST (:q) DESC"
+        "SELECT content FROM memory WHERE org_id = 'acme' AND MATCH(search_text) AGAINST (:q)"
+        " ORDER BY MATCH(search_text) AGAINST (:q) DESC"
     )
     with engine.connect() as connection:
-        raw = list(connection.execute(relevance, {"q": "python gardening"}).scalars())
+        raw = list(connection.execute(relevance, {"q": "python garden"}).scalars())
     assert raw[-1] == "python build snippets"
 
 
 @backends.mysql_only
 def test_bootstrap_is_idempotent_and_heals(engine: Engine) -> None:
-    assert create_schema(engine) == ("0002", "0002")
+    assert create_schema(engine) == ("0003", "0003")
     with engine.begin() as connection:
         connection.exec_driver_sql(f"ALTER TABLE memory DROP INDEX {FULLTEXT_INDEX}")
         assert not has_fulltext(connection)
@@ -96,7 +96,7 @@ def test_replicas_starting_at_once_on_a_fresh_database() -> None:
         try:
             with ThreadPoolExecutor(len(engines)) as pool:
                 results = list(pool.map(create_schema, engines))
-            assert sorted(results, key=str) == [("0002", "0002")] * 3 + [(None, "0002")]
+            assert sorted(results, key=str) == [("0003", "0003")] * 3 + [(None, "0003")]
             with engines[0].connect() as connection:
                 statement = sa.text(
                     "SELECT COUNT(DISTINCT index_name) FROM information_schema.statistics"

@@ -35,6 +35,7 @@ from memory_bank.security.authorize import make_authorize
 from memory_bank.security.tokens import TokenStore
 from memory_bank.settings import Settings, get_settings
 from memory_bank.store.database import open_database
+from memory_bank.store.embeddings import embedder_for
 from memory_bank.store.memories import MemoryStore
 
 
@@ -53,7 +54,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     tokens = TokenStore(engine)
     operations = Operations.build(settings, engine)
     registry = CapabilityRegistry(CAPABILITIES)
-    handlers = AppHandlers(MemoryStore(engine), AgentResolver(AgentStore(engine)), registry)
+    handlers = AppHandlers(MemoryStore(engine, embedder_for(settings)), AgentResolver(AgentStore(engine)), registry)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

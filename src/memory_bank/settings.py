@@ -48,6 +48,8 @@ class Settings(BaseSettings):
     mcp_allow_stdio: bool = False
     token: str | None = None
     public_url: str = "http://127.0.0.1:8000"
+    #: Memory search also by local embeddings (needs the ``semantic`` extra; store.embeddings).
+    semantic_search: bool = False
 
     @property
     def protected(self) -> bool:

@@ -5,10 +5,13 @@ at start-up. ``advisory_lock`` (``GET_LOCK``, server-wide, released with the
 session if a replica dies holding it) makes them take turns, and each step checks
 the current state before acting, so the second replica finds nothing left to do.
 
-``ensure_fulltext`` builds ``ft_content`` with InnoDB's stopword list switched
+``ensure_fulltext`` builds ``ft_search_text`` over ``memory.search_text`` (the
+folded, stemmed terms of ``store.text``) with InnoDB's stopword list switched
 off: the list (``about``, ``com``, ``www``, ``will``, ...) is bound to an index when
-it is built, and words on it would then never match. The server-wide minimum
-token size (``innodb_ft_min_token_size``, 3 by default) cannot be changed here;
+it is built, and words on it would then never match. It drops ``ft_content``, the
+index over raw ``content`` that came before: a second FULLTEXT index would cost every
+write and serve no query. The server-wide minimum token size
+(``innodb_ft_min_token_size``, 3 by default) cannot be changed here;
 ``search_mysql`` handles the shorter words without the index.
 """
 
@@ -23,7 +26,9 @@ from sqlalchemy.engine import Connection
 #: How long a starting replica waits for another one's migrations before giving up.
 LOCK_TIMEOUT_SECONDS = 120
 
-FULLTEXT_INDEX = "ft_content"
+FULLTEXT_INDEX = "ft_search_text"
+#: The index over raw ``content`` that ``ft_search_text`` replaces.
+LEGACY_INDEX = "ft_content"
 
 # Lock names are server-wide (and at most 64 characters): qualify by database so
 # that two databases on one server do not wait for each other.
@@ -42,22 +47,24 @@ def advisory_lock(connection: Connection, timeout: int = LOCK_TIMEOUT_SECONDS) -
         connection.execute(sa.select(sa.func.release_lock(_LOCK_NAME)))
 
 
-def has_fulltext(connection: Connection) -> bool:
+def has_fulltext(connection: Connection, name: str = FULLTEXT_INDEX) -> bool:
     statement = sa.text(
         "SELECT 1 FROM information_schema.statistics"
         " WHERE table_schema = DATABASE() AND table_name = 'memory' AND index_name = :name"
     )
-    return connection.execute(statement, {"name": FULLTEXT_INDEX}).first() is not None
+    return connection.execute(statement, {"name": name}).first() is not None
 
 
 def ensure_fulltext(connection: Connection) -> bool:
-    """Create ``ft_content`` unless present; True when it was created. Hold ``advisory_lock``."""
+    """Create ``ft_search_text`` unless present; True when it was created. Hold ``advisory_lock``."""
+    if has_fulltext(connection, LEGACY_INDEX):
+        connection.exec_driver_sql(f"ALTER TABLE memory DROP INDEX {LEGACY_INDEX}")
     if has_fulltext(connection):
         return False
     previous = connection.exec_driver_sql("SELECT @@SESSION.innodb_ft_enable_stopword").scalar_one()
     connection.exec_driver_sql("SET SESSION innodb_ft_enable_stopword = OFF")
     try:
-        connection.exec_driver_sql(f"ALTER TABLE memory ADD FULLTEXT INDEX {FULLTEXT_INDEX} (content)")
+        connection.exec_driver_sql(f"ALTER TABLE memory ADD FULLTEXT INDEX {FULLTEXT_INDEX} (search_text)")
     finally:
         connection.exec_driver_sql(f"SET SESSION innodb_ft_enable_stopword = {int(previous)}")
     return True

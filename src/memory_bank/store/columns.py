@@ -27,6 +27,11 @@ IdType = sa.CHAR(ID_LENGTH).with_variant(
 SurrogateKey = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
+#: ``memory.search_text`` (store.text): content, tags and snippets together can pass TEXT's
+#: 64 KB on MySQL; the table's binary collation suits text that is folded already.
+SearchTextType = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
+
+
 def new_id() -> str:
     """A 21-character URL-safe random id (126 bits), as the spec's ``MemoryId`` pattern wants."""
     return "".join(secrets.choice(_ID_ALPHABET) for _ in range(ID_LENGTH))

@@ -27,7 +27,9 @@ from memory_bank.store.database import search_backend, transaction
 from memory_bank.store.filters import MemoryFilter, current, not_deleted, owned_by, visible_to
 from memory_bank.store.idempotency import CONTENT_KEY_PREFIX, content_hash, content_key, header_key
 from memory_bank.store.keyset import beyond, decode_cursor, encode_cursor, key_of, order
-from memory_bank.store.search import query_terms
+from memory_bank.store.embeddings import Embedder
+from memory_bank.store.indexing import EMBEDDER_OPTION
+from memory_bank.store.search_ranking import MemorySearch
 from memory_bank.store.tables import FeedbackRow, MemoryRow
 
 #: The fields a writer chooses; a new version starts from its predecessor's values.
@@ -41,9 +43,12 @@ def _conflict(detail: str) -> ApiError:
 
 
 class MemoryStore:
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
+    def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
+        """``embedder`` (``embeddings.embedder_for``) turns on the semantic half of search:
+        rows inserted through this store get vectors (``store.indexing``), searches fuse them."""
+        self._engine = engine.execution_options(**{EMBEDDER_OPTION: embedder}) if embedder else engine
         self._search = search_backend(engine)
+        self._ranking = MemorySearch(self._search, embedder)
 
     # -- create ---------------------------------------------------------------
 
@@ -157,11 +162,11 @@ class MemoryStore:
     def search(
         self, principal: Principal, where: MemoryFilter, q: str | None, limit: int, min_score: float = 0.0
     ) -> list[tuple[MemoryRow, float]]:
-        """Ranked full-text hits with scores in [0, 1] (rule in ``store.search``).
+        """Ranked hits with scores in [0, 1] (``store.search_ranking``).
 
         Without ``q`` every matching memory scores 1 and they come ordered by
         keypath (memories without one last), then oldest first. A ``q`` with no
-        searchable word finds nothing.
+        searchable word finds nothing, unless semantic search is on.
         """
         clauses = where.clauses(principal, self._search)
         with transaction(self._engine) as session:
@@ -173,8 +178,7 @@ class MemoryStore:
                     .limit(limit)
                 )
                 return [(row, 1.0) for row in session.scalars(statement)]
-            terms = query_terms(q)
-            return self._search.ranked(session, clauses, terms, limit, min_score) if terms else []
+            return self._ranking.search(session, clauses, q, limit, min_score)
 
     # -- versions -------------------------------------------------------------
 

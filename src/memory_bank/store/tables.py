@@ -15,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from memory_bank.store.columns import IdType, SurrogateKey, UTCDateTime, new_id, utcnow
+from memory_bank.store.columns import IdType, SearchTextType, SurrogateKey, UTCDateTime, new_id, utcnow
 
 
 class MemoryRow(SQLModel, table=True):
@@ -53,6 +53,10 @@ class MemoryRow(SQLModel, table=True):
     deleted_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     updated_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    #: Derived at insert for search (store.indexing): the normalised terms both backends'
+    #: full-text indexes read, and the float32 embedding when semantic search is on.
+    search_text: str | None = Field(default=None, sa_type=SearchTextType)
+    embedding: bytes | None = Field(default=None, sa_type=sa.LargeBinary)
 
 
 class TokenRow(SQLModel, table=True):

@@ -38,5 +38,10 @@ def search_text() -> sa.types.TypeEngine[Any]:
     return _on_mysql(sa.Text(), mysql.TEXT(collation="utf8mb4_unicode_ci"))
 
 
+def long_text() -> sa.types.TypeEngine[Any]:
+    """Text that may pass TEXT's 64 KB on MySQL (MEDIUMTEXT), in the table's collation."""
+    return _on_mysql(sa.Text(), mysql.MEDIUMTEXT())
+
+
 def surrogate_key() -> sa.Column[Any]:
     return sa.Column("pk", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True)
