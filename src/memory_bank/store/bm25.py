@@ -15,17 +15,11 @@ Lengths are counted in characters on both sides (the dialect's length in SQL,
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 K1 = 1.2
 B = 0.75
-
-
-def document(search_text: str) -> Counter[str]:
-    """How often each term occurs in a ``search_text``."""
-    return Counter(search_text.split())
 
 
 @dataclass(frozen=True)
@@ -41,12 +35,13 @@ class Corpus:
         df = self.frequency.get(term, 0)
         return math.log(1 + (self.documents - df + 0.5) / (df + 0.5))
 
-    def relevance(self, document: Counter[str], length: int, terms: Sequence[str]) -> tuple[int, float]:
-        """(how many distinct ``terms`` occur in the document, its BM25 score)."""
-        norm = K1 * (1 - B + B * length / max(self.mean_length, 1.0))
+    def relevance(self, search_text: str, terms: Sequence[str]) -> tuple[int, float]:
+        """(how many distinct ``terms`` occur in the ``search_text``, its BM25 score)."""
+        norm = K1 * (1 - B + B * len(search_text) / max(self.mean_length, 1.0))
+        words = search_text.split()  # a handful of terms: list.count beats building a Counter
         matched, total = 0, 0.0
         for term in terms:
-            tf = document.get(term, 0)
+            tf = words.count(term)
             if tf:
                 matched += 1
                 total += self.idf(term) * tf * (K1 + 1) / (tf + norm)

@@ -1,0 +1,205 @@
+"""Memory search at scale: a million memories over a thousand orgs, on MariaDB and SQLite.
+
+    .venv/bin/python bench/memory_scale.py [--memories 1000000] [--orgs 1000] [--queries 1000]
+        [--backend sqlite|mysql] [--writers 8] [--json]
+
+Memories are generated from the LoCoMo conversations in ``../shared/evals/locomo-dev``
+(read in place) as ``bench/memory_backends.py`` does: each org gets one conversation
+with its speakers renamed, each memory joins one turn with half of another, so every
+org has words of its own and the text is real conversational English. Orgs are loaded
+interleaved, ``CHUNK`` memories of one org at a time, as tenants write at once in a
+deployment (an org's rows end up spread over the table, not in one block).
+
+Printed per backend:
+
+* ``load_rows_per_s``: bulk writes, ``MemoryStore.import_records`` (``importMemories``),
+  one transaction per ``CHUNK`` memories, full-text index maintained as rows arrive;
+* ``writes_per_s``: single saves (``MemoryStore.create``, one memory per transaction as
+  ``postMemory`` does) from ``--writers`` threads at once, and from one thread;
+* search latency p50/p95/p99 (wall; and process CPU per search, which excludes the
+  database server's own CPU on MariaDB) of ``MemoryStore.search`` with limit 10 for
+  1-5-word queries drawn from the org's own memories, overall and by query length;
+* ``size_mb``: the memory table, its indexes and the full-text index, on disk.
+
+MariaDB comes from ``MEMORY_BANK_TEST_MYSQL_URL`` (or ``--mysql-url``); the bench
+creates a ``mb_test_bench_*`` database there and drops it. The machine is shared:
+run the 1M case in the background (``nohup ... &``) and compare CPU with wall.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "evals")]
+
+from capability_search import percentile, report  # noqa: E402
+from memory_backends import EVERYTHING, SEED, conversations, mysql_database, org_memories, principal, queries  # noqa: E402
+
+from memory_bank.settings import Settings  # noqa: E402
+from memory_bank.store import MemoryStore, open_database  # noqa: E402
+from memory_bank.store.columns import new_id  # noqa: E402
+from memory_bank.store.importer import Record  # noqa: E402
+
+#: Memories of one org written per transaction, and per turn of the interleaved load.
+CHUNK = 100
+#: Single saves per write measurement.
+WRITES = 2000
+
+
+def load(store: MemoryStore, corpus: dict[int, list[str]], progress: Callable[[int], None]) -> float:
+    """Interleaved bulk load, CHUNK memories of one org per transaction; rows per second."""
+    start, rows = time.perf_counter(), 0
+    epoch = datetime(2024, 1, 1, tzinfo=UTC)
+    longest = max(len(c) for c in corpus.values())
+    for first in range(0, longest, CHUNK):
+        for org, contents in corpus.items():
+            batch = contents[first : first + CHUNK]
+            records = [
+                Record(n, {"id": new_id(), "content": c, "created_at": epoch + timedelta(seconds=first + n)})
+                for n, c in enumerate(batch, 1)
+            ]
+            if records:
+                store.import_records(principal(org), records)
+                rows += len(records)
+        progress(rows)
+    return rows / (time.perf_counter() - start)
+
+
+def writes_per_second(store: MemoryStore, orgs: int, writers: int) -> float:
+    """Single saves from ``writers`` threads at once, each to a random org."""
+    rng = random.Random(SEED)
+    contents = [(rng.randrange(orgs), f"bench write {n} {rng.random()}") for n in range(WRITES)]
+    start = time.perf_counter()
+    with ThreadPoolExecutor(writers) as pool:
+        list(pool.map(lambda item: store.create(principal(item[0]), {"content": item[1]}), contents))
+    return WRITES / (time.perf_counter() - start)
+
+
+def latencies(store: MemoryStore, picked: Sequence[tuple[int, str]]) -> list[tuple[int, float, float]]:
+    """(words in the query, wall ms, CPU ms) per search."""
+    out = []
+    for org, q in picked:
+        wall, cpu = time.perf_counter(), time.process_time()
+        store.search(principal(org), EVERYTHING, q, 10)
+        out.append((len(q.split()), (time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000))
+    return out
+
+
+def summary(values: Sequence[float], name: str) -> dict[str, float]:
+    return {
+        f"{name}_p50": round(statistics.median(values), 2),
+        f"{name}_p95": round(percentile(values, 95), 2),
+        f"{name}_p99": round(percentile(values, 99), 2),
+    }
+
+
+def search_figures(timings: Sequence[tuple[int, float, float]]) -> dict[str, Any]:
+    by_length = {
+        f"{n}_words_ms_p50": round(statistics.median([w for k, w, _ in timings if k == n]), 2)
+        for n in sorted({k for k, _, _ in timings})
+    }
+    return {**summary([w for _, w, _ in timings], "search_ms"), **summary([c for _, _, c in timings], "search_cpu_ms"), **by_length}
+
+
+def size_mb(engine: sa.engine.Engine) -> dict[str, float]:
+    """Table data, its B-tree indexes and the full-text index, in MB."""
+    with engine.connect() as connection:
+        if engine.dialect.name == "sqlite":
+            pages = dict(
+                connection.exec_driver_sql(
+                    "SELECT CASE WHEN name LIKE 'memory_fts%' THEN 'fulltext' WHEN name = 'memory' THEN 'data'"
+                    " ELSE 'index' END, SUM(pgsize) FROM dbstat GROUP BY 1"
+                ).all()
+            )
+            return {f"{k}_mb": round(v / 2**20, 1) for k, v in pages.items()}
+        data, index = connection.exec_driver_sql(
+            "SELECT data_length, index_length FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'memory'"
+        ).one()
+        fulltext = connection.execute(
+            sa.text(
+                "SELECT COALESCE(SUM(allocated_size), 0) FROM information_schema.innodb_sys_tablespaces"
+                " WHERE name LIKE CONCAT(DATABASE(), :aux)"
+            ),
+            {"aux": "/FTS\\_%"},
+        ).scalar()
+    return {"data_mb": round(data / 2**20, 1), "index_mb": round(index / 2**20, 1), "fulltext_mb": round(int(fulltext or 0) / 2**20, 1)}
+
+
+def bench_backend(name: str, url: str, corpus: dict[int, list[str]], picked: Sequence[tuple[int, str]], writers: int) -> dict[str, Any]:
+    engine = open_database(Settings(database_url=url))
+    store = MemoryStore(engine)
+    total = sum(len(c) for c in corpus.values())
+    started = time.perf_counter()
+    cpu_started = time.process_time()
+
+    def progress(rows: int) -> None:
+        if rows % 100_000 < CHUNK * len(corpus):
+            print(f"[{name}] {rows}/{total} rows, {time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
+
+    rate = load(store, corpus, progress)
+    load_cpu = time.process_time() - cpu_started
+    timings = latencies(store, picked)
+    result = {
+        "backend": name,
+        "memories": total,
+        "load_rows_per_s": round(rate),
+        "load_client_cpu_s": round(load_cpu),
+        f"writes_per_s_{writers}_writers": round(writes_per_second(store, len(corpus), writers)),
+        "writes_per_s_1_writer": round(writes_per_second(store, len(corpus), 1)),
+        **search_figures(timings),
+        **size_mb(engine),
+    }
+    engine.dispose()
+    print(f"[{name}] done: {result}", file=sys.stderr, flush=True)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--memories", type=int, default=1_000_000)
+    parser.add_argument("--orgs", type=int, default=1000)
+    parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--backend", choices=("sqlite", "mysql"), help="one backend (default: both)")
+    parser.add_argument("--writers", type=int, default=8, help="threads saving at once for writes_per_s")
+    parser.add_argument("--mysql-url", default=os.environ.get("MEMORY_BANK_TEST_MYSQL_URL", "mysql+mysqldb://root@127.0.0.1:3306/test"))
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+
+    rng = random.Random(SEED)
+    talks = conversations()
+    per_org = args.memories // args.orgs
+    corpus = {org: org_memories(org, talks[org % len(talks)], per_org, rng) for org in range(args.orgs)}
+    picked = queries(corpus, args.queries, rng)
+    results = []
+    if args.backend in (None, "mysql"):
+        with mysql_database(args.mysql_url) as url:
+            results.append(bench_backend("mariadb", url, corpus, picked, args.writers))
+    if args.backend in (None, "sqlite"):
+        with tempfile.TemporaryDirectory() as scratch:
+            results.append(bench_backend("sqlite", f"sqlite:///{scratch}/scale.db", corpus, picked, args.writers))
+    if args.json:
+        report({"memories": args.memories, "orgs": args.orgs, "queries": args.queries, "backends": results}, as_json=True)
+        return
+    print(f"{args.memories} memories over {args.orgs} orgs; {args.queries} searches (limit 10, 1-5 words)")
+    for row in results:
+        print(f"[{row['backend']}]")
+        report({k: v for k, v in row.items() if k != "backend"}, as_json=False)
+
+
+if __name__ == "__main__":
+    main()
