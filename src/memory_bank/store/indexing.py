@@ -37,7 +37,7 @@ def _derive(_mapper: Any, connection: Connection, row: MemoryRow) -> None:
     row.search_text = search_text(row.content, row.tags or (), row.contexts or ())
     embedder = connection.get_execution_options().get(EMBEDDER_OPTION)
     if embedder is not None and row.embedding is None:
-        row.embedding = embeddings.to_blob(embedder([embeddings.memory_text(row.content, row.tags or ())])[0])
+        row.embedding = embeddings.to_blob(embedder([embeddings.memory_text(row.content, row.tags or (), row.contexts or ())])[0])
 
 
 def backfill(connection: Connection) -> int:
