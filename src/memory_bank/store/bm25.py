@@ -35,8 +35,11 @@ class Corpus:
         df = self.frequency.get(term, 0)
         return math.log(1 + (self.documents - df + 0.5) / (df + 0.5))
 
-    def relevance(self, search_text: str, terms: Sequence[str]) -> tuple[int, float]:
-        """(how many distinct ``terms`` occur in the ``search_text``, its BM25 score)."""
+    def relevance(
+        self, search_text: str, terms: Sequence[str], expansion: Sequence[str] = (), weight: float = 0.0
+    ) -> tuple[int, float]:
+        """(how many distinct ``terms`` occur in the ``search_text``, its BM25 score), the
+        ``expansion`` terms adding ``weight`` times theirs to the score but not to the count."""
         norm = K1 * (1 - B + B * len(search_text) / max(self.mean_length, 1.0))
         words = search_text.split()  # a handful of terms: list.count beats building a Counter
         matched, total = 0, 0.0
@@ -45,4 +48,8 @@ class Corpus:
             if tf:
                 matched += 1
                 total += self.idf(term) * tf * (K1 + 1) / (tf + norm)
+        for term in expansion:
+            tf = words.count(term)
+            if tf:
+                total += weight * self.idf(term) * tf * (K1 + 1) / (tf + norm)
         return matched, total

@@ -18,7 +18,8 @@ owner, version, filters), at most ``SCAN_ROWS + 1`` of them:
   ``CANDIDATES``), best first by the index's own relevance.
 
 Every candidate is then scored from its ``search_text`` with BM25 over the searched
-rows' statistics (``bm25``) and the score rule of ``store.search``: other tenants'
+rows' statistics (``bm25``) and the score rule of ``store.search``, and scored again
+with the query expanded by pseudo-relevance feedback (``expansion``): other tenants'
 rows change neither the candidates of the scan nor any score.
 """
 
@@ -31,7 +32,7 @@ import sqlalchemy as sa
 from sqlalchemy import ColumnElement, func
 from sqlmodel import Session, col
 
-from memory_bank.store import bm25
+from memory_bank.store import bm25, expansion
 from memory_bank.store.search import SearchBackend, score
 from memory_bank.store.tables import MemoryRow
 from memory_bank.store.text import whole_term
@@ -52,6 +53,25 @@ def _scan(rows: Sequence[Row], terms: Sequence[str]) -> tuple[bm25.Corpus, list[
     found = [(pk, text) for pk, text in rows if any(p in text for p in padded)]
     frequency = {t: sum(p in text for _, text in found) for t, p in zip(terms, padded, strict=True)}
     return bm25.Corpus(len(rows), sum(len(text) for _, text in rows) / len(rows), frequency), found
+
+
+def _document_counts(rows: Sequence[Row], terms: Sequence[str]) -> dict[str, int]:
+    """In how many ``rows`` each term occurs (one pass, whatever the number of terms)."""
+    counts = dict.fromkeys(terms, 0)
+    wanted = set(terms)
+    for _, text in rows:
+        for term in wanted.intersection(text.split()):
+            counts[term] += 1
+    return counts
+
+
+def _scored(corpus: bm25.Corpus, candidates: Sequence[Row], terms: Sequence[str], extra: Sequence[str] = ()) -> dict[int, float]:
+    hits = {}
+    for pk, text in candidates:
+        matched, relevance = corpus.relevance(text, terms, extra, expansion.WEIGHT)
+        if matched:  # the index may over-match (its own word split); the terms decide
+            hits[pk] = score(matched, relevance, len(terms))
+    return hits
 
 
 def _corpus(
@@ -85,13 +105,15 @@ def lexical(
     rows = [(pk, text or "") for pk, text in session.execute(statement)]
     if not rows:
         return {}
+    frequency: expansion.Frequency
     if len(rows) <= SCAN_ROWS:
         corpus, candidates = _scan(rows, terms)
+        frequency = lambda pool: _document_counts(rows, pool)  # noqa: E731
     else:
         corpus, candidates = _corpus(session, backend, where, terms), _from_index(session, backend, where, terms, bound)
-    hits = {}
-    for pk, text in candidates:
-        matched, relevance = corpus.relevance(text, terms)
-        if matched:  # the index may over-match (its own word split); the terms decide
-            hits[pk] = score(matched, relevance, len(terms))
-    return hits
+        frequency = lambda pool: _corpus(session, backend, where, pool).frequency  # noqa: E731
+    first = _scored(corpus, candidates, terms)
+    text_of = dict(candidates)
+    best = sorted(first, key=lambda pk: (first[pk], pk), reverse=True)
+    extra, corpus = expansion.expand([text_of[pk] for pk in best], terms, corpus, frequency)
+    return _scored(corpus, candidates, terms, extra) if extra else first
