@@ -182,7 +182,7 @@ def test_the_semantic_half_finds_what_shares_no_word(engine: Engine, make_princi
 
 
 def test_expansion_terms_come_from_the_best_matches() -> None:
-    best = [" research adopt agenc ", " research adopt ", " adopt fee research ", " research rocket ", " research lab ", " research grant "]
+    best = [t.split() for t in ("research adopt agenc", "research adopt", "adopt fee research", "research rocket", "research lab", "research grant")]
     corpus = bm25.Corpus(documents=100, mean_length=20.0, frequency={"research": 6})
     terms, expanded = expansion.expand(best, ["research"], corpus, lambda pool: {t: 2 if t == "adopt" else 1 for t in pool})
     assert terms[0] == "adopt" and "research" not in terms and "grant" not in terms  # the sixth match gives nothing

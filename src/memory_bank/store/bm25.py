@@ -15,7 +15,7 @@ Lengths are counted in characters on both sides (the dialect's length in SQL,
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set as AbstractSet
 from dataclasses import dataclass
 
 K1 = 1.2
@@ -35,21 +35,15 @@ class Corpus:
         df = self.frequency.get(term, 0)
         return math.log(1 + (self.documents - df + 0.5) / (df + 0.5))
 
-    def relevance(
-        self, search_text: str, terms: Sequence[str], expansion: Sequence[str] = (), weight: float = 0.0
-    ) -> tuple[int, float]:
-        """(how many distinct ``terms`` occur in the ``search_text``, its BM25 score), the
-        ``expansion`` terms adding ``weight`` times theirs to the score but not to the count."""
-        norm = K1 * (1 - B + B * len(search_text) / max(self.mean_length, 1.0))
-        words = search_text.split()  # a handful of terms: list.count beats building a Counter
-        matched, total = 0, 0.0
-        for term in terms:
+    def relevance(self, words: Sequence[str], length: int, terms: AbstractSet[str]) -> tuple[int, float]:
+        """(how many of the distinct ``terms`` occur in a document, its BM25 score); the
+        document is its ``search_text`` split into ``words`` and ``length`` characters long."""
+        present = terms.intersection(words)  # usually none or one or two: count only those
+        if not present:
+            return 0, 0.0
+        norm = K1 * (1 - B + B * length / max(self.mean_length, 1.0))
+        total = 0.0
+        for term in present:
             tf = words.count(term)
-            if tf:
-                matched += 1
-                total += self.idf(term) * tf * (K1 + 1) / (tf + norm)
-        for term in expansion:
-            tf = words.count(term)
-            if tf:
-                total += weight * self.idf(term) * tf * (K1 + 1) / (tf + norm)
-        return matched, total
+            total += self.idf(term) * tf * (K1 + 1) / (tf + norm)
+        return len(present), total

@@ -35,13 +35,15 @@ WEIGHT = 0.4
 Frequency = Callable[[Sequence[str]], Mapping[str, int]]
 
 
-def expand(best: Sequence[str], query: Sequence[str], corpus: bm25.Corpus, frequency: Frequency) -> tuple[list[str], bm25.Corpus]:
-    """The expansion terms drawn from the ``search_text`` of the ``best`` matches (all the
-    matches, best first), and ``corpus`` with their document counts added (``frequency``
-    counts terms over the searched rows). None when there are too few matches."""
+def expand(
+    best: Sequence[Sequence[str]], query: Sequence[str], corpus: bm25.Corpus, frequency: Frequency
+) -> tuple[list[str], bm25.Corpus]:
+    """The expansion terms drawn from the ``best`` matches (all the matches, best first, each
+    as the terms of its ``search_text``), and ``corpus`` with their document counts added
+    (``frequency`` counts terms over the searched rows). None when there are too few matches."""
     if len(best) <= FEEDBACK_DOCS:
         return [], corpus
-    documents = [words for words in (text.split() for text in best[:FEEDBACK_DOCS]) if words]
+    documents = [words for words in best[:FEEDBACK_DOCS] if words]
     pool = sorted({term for words in documents for term in words} - set(query))
     if not pool:
         return [], corpus

@@ -25,7 +25,7 @@ rows change neither the candidates of the scan nor any score.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import cast
 
 import sqlalchemy as sa
@@ -44,34 +44,31 @@ CANDIDATES = 500
 
 _text = cast(ColumnElement[str], col(MemoryRow.search_text))
 
-Row = tuple[int, str]  # pk, search_text
+
+#: A searched row as BM25 reads it, split once for every pass: (pk, terms, characters).
+Doc = tuple[int, list[str], int]
 
 
-def _scan(rows: Sequence[Row], terms: Sequence[str]) -> tuple[bm25.Corpus, list[Row]]:
-    """Statistics of all ``rows`` and the rows holding any term."""
-    padded = [f" {t} " for t in terms]
-    found = [(pk, text) for pk, text in rows if any(p in text for p in padded)]
-    frequency = {t: sum(p in text for _, text in found) for t, p in zip(terms, padded, strict=True)}
-    return bm25.Corpus(len(rows), sum(len(text) for _, text in rows) / len(rows), frequency), found
+def _docs(rows: Iterable[tuple[int, str | None]]) -> list[Doc]:
+    return [(pk, (text or "").split(), len(text or "")) for pk, text in rows]
 
 
-def _document_counts(rows: Sequence[Row], terms: Sequence[str]) -> dict[str, int]:
-    """In how many ``rows`` each term occurs (one pass, whatever the number of terms)."""
+def _scan(docs: Sequence[Doc], terms: Sequence[str]) -> tuple[bm25.Corpus, list[Doc]]:
+    """Statistics of all ``docs`` and the docs holding any term."""
+    wanted = set(terms)
+    found = [doc for doc in docs if not wanted.isdisjoint(doc[1])]
+    corpus = bm25.Corpus(len(docs), sum(length for _, _, length in docs) / len(docs), _document_counts(found, terms))
+    return corpus, found
+
+
+def _document_counts(docs: Sequence[Doc], terms: Sequence[str]) -> dict[str, int]:
+    """In how many ``docs`` each term occurs (one pass, whatever the number of terms)."""
     counts = dict.fromkeys(terms, 0)
     wanted = set(terms)
-    for _, text in rows:
-        for term in wanted.intersection(text.split()):
+    for _, words, _ in docs:
+        for term in wanted.intersection(words):
             counts[term] += 1
     return counts
-
-
-def _scored(corpus: bm25.Corpus, candidates: Sequence[Row], terms: Sequence[str], extra: Sequence[str] = ()) -> dict[int, float]:
-    hits = {}
-    for pk, text in candidates:
-        matched, relevance = corpus.relevance(text, terms, extra, expansion.WEIGHT)
-        if matched:  # the index may over-match (its own word split); the terms decide
-            hits[pk] = score(matched, relevance, len(terms))
-    return hits
 
 
 def _corpus(
@@ -86,7 +83,7 @@ def _corpus(
 
 def _from_index(
     session: Session, backend: SearchBackend, where: Sequence[ColumnElement[bool]], terms: Sequence[str], bound: int
-) -> list[Row]:
+) -> list[Doc]:
     match, best_first = backend.index_match(session, terms)
     statement = (
         sa.select(col(MemoryRow.pk), _text)
@@ -94,7 +91,7 @@ def _from_index(
         .order_by(best_first, col(MemoryRow.created_at).desc())
         .limit(max(bound, CANDIDATES))
     )
-    return [(pk, text or "") for pk, text in session.execute(statement)]
+    return _docs(session.execute(statement))
 
 
 def lexical(
@@ -102,18 +99,27 @@ def lexical(
 ) -> dict[int, float]:
     """pk -> score of every candidate matching a term (``terms`` non-empty, from ``text.query_terms``)."""
     statement = sa.select(col(MemoryRow.pk), _text).where(*where).limit(SCAN_ROWS + 1)
-    rows = [(pk, text or "") for pk, text in session.execute(statement)]
-    if not rows:
+    docs = _docs(session.execute(statement))
+    if not docs:
         return {}
     frequency: expansion.Frequency
-    if len(rows) <= SCAN_ROWS:
-        corpus, candidates = _scan(rows, terms)
-        frequency = lambda pool: _document_counts(rows, pool)  # noqa: E731
+    if len(docs) <= SCAN_ROWS:
+        corpus, candidates = _scan(docs, terms)
+        frequency = lambda pool: _document_counts(docs, pool)  # noqa: E731
     else:
         corpus, candidates = _corpus(session, backend, where, terms), _from_index(session, backend, where, terms, bound)
         frequency = lambda pool: _corpus(session, backend, where, pool).frequency  # noqa: E731
-    first = _scored(corpus, candidates, terms)
-    text_of = dict(candidates)
-    best = sorted(first, key=lambda pk: (first[pk], pk), reverse=True)
-    extra, corpus = expansion.expand([text_of[pk] for pk in best], terms, corpus, frequency)
-    return _scored(corpus, candidates, terms, extra) if extra else first
+    wanted = frozenset(terms)
+    first = {pk: (words, length, *corpus.relevance(words, length, wanted)) for pk, words, length in candidates}
+    # the index may over-match (its own word split); the terms decide
+    matches = {pk: hit for pk, hit in first.items() if hit[2]}
+    scores = {pk: score(matched, relevance, len(terms)) for pk, (_, _, matched, relevance) in matches.items()}
+    best = sorted(scores, key=lambda pk: (scores[pk], pk), reverse=True)
+    extra, corpus = expansion.expand([matches[pk][0] for pk in best], terms, corpus, frequency)
+    if not extra:
+        return scores
+    added = frozenset(extra)
+    return {
+        pk: score(matched, relevance + expansion.WEIGHT * corpus.relevance(words, length, added)[1], len(terms))
+        for pk, (words, length, matched, relevance) in matches.items()
+    }
