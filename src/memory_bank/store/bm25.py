@@ -15,7 +15,7 @@ Lengths are counted in characters on both sides (the dialect's length in SQL,
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence, Set as AbstractSet
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 K1 = 1.2
@@ -35,7 +35,7 @@ class Corpus:
         df = self.frequency.get(term, 0)
         return math.log(1 + (self.documents - df + 0.5) / (df + 0.5))
 
-    def relevance(self, words: Sequence[str], length: int, terms: AbstractSet[str]) -> tuple[int, float]:
+    def relevance(self, words: Sequence[str], length: int, terms: frozenset[str]) -> tuple[int, float]:
         """(how many of the distinct ``terms`` occur in a document, its BM25 score); the
         document is its ``search_text`` split into ``words`` and ``length`` characters long."""
         present = terms.intersection(words)  # usually none or one or two: count only those
