@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from memory_bank.store import MemoryFilter, MemoryStore, bm25, expansion, search_lexical
+from memory_bank.store import MemoryFilter, MemoryStore, search_lexical
 from memory_bank.store.database import create_schema
 from memory_bank.store.text import query_terms, search_text
 
@@ -179,26 +179,3 @@ def test_the_semantic_half_finds_what_shares_no_word(engine: Engine, make_princi
     hits = store.search(ann, EVERYTHING, "dog", 5)
     assert hits[0][0].id == puppy.id and 0 < hits[0][1] <= 1
     assert MemoryStore(engine).search(ann, EVERYTHING, "dog", 5) == []  # lexical alone: no shared word
-
-
-def test_expansion_terms_come_from_the_best_matches() -> None:
-    best = [t.split() for t in ("research adopt agenc", "research adopt", "adopt fee research", "research rocket", "research lab", "research grant")]
-    corpus = bm25.Corpus(documents=100, mean_length=20.0, frequency={"research": 6})
-    terms, expanded = expansion.expand(best, ["research"], corpus, lambda pool: {t: 2 if t == "adopt" else 1 for t in pool})
-    assert terms[0] == "adopt" and "research" not in terms and "grant" not in terms  # the sixth match gives nothing
-    assert expanded.frequency["adopt"] == 2 and expanded.frequency["research"] == 6
-    assert expansion.expand(best[:5], ["research"], corpus, lambda pool: dict.fromkeys(pool, 1)) == ([], corpus)
-
-
-def test_expansion_reorders_matches_and_lets_nothing_in(store: MemoryStore, make_principal, monkeypatch: pytest.MonkeyPatch) -> None:
-    ann = make_principal()
-    outside, _ = store.create(ann, {"content": "adoption agencies called back about the adoption"})
-    for content in ("I research adoption agencies", "research adoption fees", "adoption research notes",
-                    "research into adoption agencies and their many rules", "research rockets", "research labs"):  # fmt: skip
-        store.create(ann, {"content": content})
-    expanded = store.search(ann, EVERYTHING, "research", 10)
-    monkeypatch.setattr(expansion, "WEIGHT", 0.0)
-    plain = store.search(ann, EVERYTHING, "research", 10)
-    assert outside.id not in {r.id for r, _ in expanded}
-    assert {r.id for r, _ in expanded} == {r.id for r, _ in plain} and len(plain) == 6
-    assert [r.id for r, _ in expanded] != [r.id for r, _ in plain]

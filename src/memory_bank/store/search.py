@@ -2,9 +2,9 @@
 
 Search is one pipeline on every database (``search_ranking``): candidates and
 owner-local statistics from SQL (``search_lexical``), BM25 over the derived
-``search_text`` column (``bm25``, terms from ``text``) with pseudo-relevance feedback
-(``expansion``), optionally fused with embeddings (``embeddings``) and nudged by
-feedback recorded with ``postMemoryFeedback`` (``feedback_boost``). A dialect
+``search_text`` column (``bm25``, terms from ``text``), optionally fused with
+embeddings (``embeddings``) and nudged by feedback recorded with
+``postMemoryFeedback`` (``feedback_boost``). A dialect
 module (``search_sqlite``, ``search_mysql``) only supplies what SQL cannot say
 portably: the full-text index DDL, the JSON tag test, string length, and the
 index's "contains any of these terms" test for owners too large to scan. So the

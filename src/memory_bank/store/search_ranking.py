@@ -42,16 +42,14 @@ class MemorySearch:
             scores = self._fused(session, where, q, scores)
         if not scores:
             return []
-        best = sorted(scores, key=scores.__getitem__, reverse=True)[: max(FEEDBACK_DEPTH * limit, 30)]
+        best = sorted(scores, key=lambda pk: (scores[pk], pk), reverse=True)[: max(FEEDBACK_DEPTH * limit, 30)]
         votes = feedback_boost.net_votes(session, best)
         final = {pk: feedback_boost.boosted(scores[pk], votes[pk]) if pk in votes else scores[pk] for pk in best}
-        rows = {row.pk: row for row in session.scalars(sa.select(MemoryRow).where(col(MemoryRow.pk).in_(list(final))))}
-        ranked = sorted(
-            ((rows[pk], value) for pk, value in final.items() if value >= min_score),
-            key=lambda hit: (hit[1], hit[0].created_at, hit[0].pk),
-            reverse=True,
-        )
-        return ranked[:limit]
+        # Order by (score, newer, pk) with only the timestamps read; whole rows for the page alone.
+        created = dict(session.execute(sa.select(col(MemoryRow.pk), col(MemoryRow.created_at)).where(col(MemoryRow.pk).in_(best))).all())
+        page = sorted((pk for pk in best if final[pk] >= min_score), key=lambda pk: (final[pk], created[pk], pk), reverse=True)[:limit]
+        rows = {row.pk: row for row in session.scalars(sa.select(MemoryRow).where(col(MemoryRow.pk).in_(page)))}
+        return [(rows[pk], final[pk]) for pk in page]
 
     def _fused(self, session: Session, where: Sequence[ColumnElement[bool]], q: str, lexical_scores: dict[int, float]) -> dict[int, float]:
         assert self._embedder is not None
