@@ -101,7 +101,7 @@ def read_conversation(path: Path) -> Conversation:
         for t in session
     ]
     questions = [
-        Question(q["question"], tuple(e for raw in q.get("evidence", []) for e in _EVIDENCE_SPLIT.split(raw) if e), int(q["category"]))
+        Question(q["question"], tuple(e for raw in q.get("evidence", []) for e in _EVIDENCE_SPLIT.split(raw) if e), q["category"])
         for q in data.get("qa", [])
         if int(q["category"]) != 5
     ]
@@ -118,7 +118,7 @@ def memory_body(turn: Turn, speaker: str | None = None, text: str | None = None)
 
 def noise_bodies(conversation: Conversation, variant: int, rng: random.Random) -> Iterator[tuple[str, dict[str, Any]]]:
     """A varied copy of ``conversation``: other speaker names, about a tenth of the turns left out."""
-    names = dict(zip(conversation.speakers, (NOISE_NAMES[(2 * variant) % len(NOISE_NAMES)], NOISE_NAMES[(2 * variant + 1) % len(NOISE_NAMES)])))
+    names = {speaker: NOISE_NAMES[(2 * variant + n) % len(NOISE_NAMES)] for n, speaker in enumerate(conversation.speakers)}
     rename = re.compile("|".join(re.escape(n) for n in names))
     for turn in conversation.turns:
         if rng.random() >= 0.1:
@@ -166,7 +166,9 @@ def question_metrics(evidence: set[str], ranked: Sequence[str]) -> dict[str, flo
     }
 
 
-def ask(client: TestClient, conversation: Conversation, ids: dict[str, str]) -> tuple[list[dict[str, float]], list[float], list[float], int]:
+def ask(
+    client: TestClient, conversation: Conversation, ids: dict[str, str]
+) -> tuple[list[dict[str, float]], list[float], list[float], int]:
     """Every question's metrics, wall and CPU ms per search, and how many questions had no evidence."""
     rows, wall, cpu, skipped = [], [], [], 0
     for question in conversation.questions:

@@ -9,10 +9,12 @@ Each memory's unit vector (384 float32, 1.5 KB) is computed once, when the row i
 inserted (``store.indexing``), and stored with it in ``memory.embedding``. The model
 reads who and when before what (:func:`memory_text`): on LoCoMo the speaker tag took
 the embedding alone from recall@10 0.24 to 0.51, and the contexts (session date,
-image caption) to 0.60; questions name people, and a turn rarely names its speaker. A search embeds the query and compares it with the vectors of
-every row it ranges over (one matrix-vector product): exact, no index to keep in
-step, and cheap for an owner's thousands of rows; for millions of rows per owner it
-would want a vector index, which neither SQLite nor MariaDB 10.11 has.
+image caption) to 0.60; questions name people, and a turn rarely names its speaker.
+
+A search embeds the query and compares it with the vectors of every row it ranges
+over (one matrix-vector product): exact, no index to keep in step, and cheap for an
+owner's thousands of rows; for millions of rows per owner it would want a vector
+index, which neither SQLite nor MariaDB 10.11 has.
 
 Fusion with the lexical score is capability search's, parameters included
 (``capabilities.semantic.fuse``: each signal put on "share of this query's best", the
@@ -37,7 +39,9 @@ from memory_bank.capabilities.semantic import LEXICAL_FLOOR, SEMANTIC_WEIGHT, Em
 from memory_bank.settings import Settings
 from memory_bank.store.tables import MemoryRow
 
-__all__ = ["LEXICAL_FLOOR", "NEIGHBOURS", "SEMANTIC_WEIGHT", "Embedder", "embedder_for", "fuse", "memory_text", "similarities", "to_blob"]
+__all__ = [
+    "LEXICAL_FLOOR", "NEIGHBOURS", "SEMANTIC_WEIGHT", "Embedder", "embedder_for", "fuse", "memory_text", "similarities", "to_blob",
+]  # fmt: skip
 
 #: Rows the embedding side adds to the lexical candidates, best first.
 NEIGHBOURS = 100
@@ -50,7 +54,9 @@ def embedder_for(settings: Settings) -> Embedder | None:
         return None
     embedder = load_embedder()
     if embedder is None:
-        raise RuntimeError("MEMORY_BANK_SEMANTIC_SEARCH is on but the semantic extra is not installed: pip install 'memory-bank[semantic]'")
+        raise RuntimeError(
+            "MEMORY_BANK_SEMANTIC_SEARCH is on but the semantic extra is not installed: pip install 'memory-bank[semantic]'"
+        )
     return embedder
 
 

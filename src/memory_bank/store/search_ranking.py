@@ -46,12 +46,16 @@ class MemorySearch:
         votes = feedback_boost.net_votes(session, best)
         final = {pk: feedback_boost.boosted(scores[pk], votes[pk]) if pk in votes else scores[pk] for pk in best}
         # Order by (score, newer, pk) with only the timestamps read; whole rows for the page alone.
-        created = dict(session.execute(sa.select(col(MemoryRow.pk), col(MemoryRow.created_at)).where(col(MemoryRow.pk).in_(best))).all())
-        page = sorted((pk for pk in best if final[pk] >= min_score), key=lambda pk: (final[pk], created[pk], pk), reverse=True)[:limit]
+        timestamps = sa.select(col(MemoryRow.pk), col(MemoryRow.created_at)).where(col(MemoryRow.pk).in_(best))
+        created = dict(session.execute(timestamps).all())
+        kept = (pk for pk in best if final[pk] >= min_score)
+        page = sorted(kept, key=lambda pk: (final[pk], created[pk], pk), reverse=True)[:limit]
         rows = {row.pk: row for row in session.scalars(sa.select(MemoryRow).where(col(MemoryRow.pk).in_(page)))}
         return [(rows[pk], final[pk]) for pk in page]
 
-    def _fused(self, session: Session, where: Sequence[ColumnElement[bool]], q: str, lexical_scores: dict[int, float]) -> dict[int, float]:
+    def _fused(
+        self, session: Session, where: Sequence[ColumnElement[bool]], q: str, lexical_scores: dict[int, float]
+    ) -> dict[int, float]:
         assert self._embedder is not None
         near = embeddings.similarities(session, where, self._embedder([q])[0])
         closest = sorted(near, key=near.__getitem__, reverse=True)[: embeddings.NEIGHBOURS]
