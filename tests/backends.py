@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NoReturn
@@ -19,6 +20,13 @@ from typing import NoReturn
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, make_url
+
+def free_port() -> int:
+    """A loopback port nothing listens on now, for a server a test starts itself."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
 
 MYSQL_URL_VARIABLE = "MEMORY_BANK_TEST_MYSQL_URL"
 

@@ -6,7 +6,6 @@ streamable HTTP with a bearer header, not by calling handlers.
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 import uuid
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2
+from backends import free_port
 import uvicorn
 from fastapi import FastAPI
 from mcp import Client
@@ -25,12 +25,6 @@ from memory_bank.app import create_app
 from memory_bank.settings import McpToolsMode, Settings
 
 READ_WRITE = ("memory:read", "memory:write")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass

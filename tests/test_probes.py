@@ -6,7 +6,8 @@ import shutil
 
 import pytest
 from fastapi.testclient import TestClient
-from test_rate_limit import free_port, shared_redis  # noqa: F401  (fixture)
+from backends import free_port
+from test_rate_limit import shared_redis  # noqa: F401  (fixture)
 
 from memory_bank.app import create_app
 from memory_bank.settings import Settings

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -177,12 +176,6 @@ def org(shared_redis: str) -> Iterator[str]:
     client.close()
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @dataclass
 class PrivateRedis:
     url: str
@@ -199,7 +192,7 @@ def private_redis() -> Iterator[PrivateRedis]:
     binary = shutil.which("redis-server")
     if binary is None:
         unavailable("redis-server is not installed")
-    port = free_port()
+    port = backends.free_port()
     process = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
         stdout=subprocess.DEVNULL,

@@ -14,7 +14,6 @@ import itertools
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -40,12 +39,6 @@ REPLICAS = 3
 BUDGET = 30
 START_TIMEOUT_SECONDS = 60.0
 SERVE = str(Path(sys.executable).with_name("memory-bank"))
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def wait_for_the_next_minute_if_under(seconds: float) -> None:
@@ -98,7 +91,7 @@ class Fleet:
 def start(env: dict[str, str], logs: Path) -> list[Replica]:
     replicas = []
     for n in range(REPLICAS):
-        port = free_port()
+        port = backends.free_port()
         log = logs / f"replica-{n}.log"
         process = subprocess.Popen(
             [SERVE, "serve", "--host", "127.0.0.1", "--port", str(port)],
