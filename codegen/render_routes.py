@@ -70,7 +70,8 @@ def _render_route(op: Operation) -> str:
         "    ) -> Response:",
     ]
     if needs_request:
-        lines.append("        body = await read_text_body(request)")
+        cap = "" if op.body is None or op.body.max_length is None else f", max_length={op.body.max_length}"
+        lines.append(f"        body = await read_text_body(request{cap})")
     lines += [
         f"        reply = await api.{op.python_name}({', '.join(call)})",
         f"        return render_reply(reply, statuses={op.success_statuses!r}, media_type={op.success_media_type!r})",

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+import yaml
+from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
 
+from codegen.cli import render_package
 from memory_bank.handlers import transfer
+from memory_bank.problems import install_problem_handlers
+from memory_bank.runtime import read_text_body
+
+SPEC = Path(__file__).resolve().parents[1] / "openapi" / "memory.yaml"
 
 KEPT = ("content", "tags", "contexts", "keypath", "version", "scope", "category", "source", "project_id", "agent_id")
 
@@ -132,3 +140,56 @@ def test_import_bounds(ann: TestClient, monkeypatch) -> None:
     response = ann.post("/v1/memory/import", content="\n\n\n")
     assert response.status_code == 413 and response.json()["code"] == "payload_too_large"
     assert ann.post("/v1/memory/import", content="").json() == {"imported": 0, "skipped": 0}
+
+
+def test_the_route_reads_the_import_body_with_the_specs_max_length() -> None:
+    spec = yaml.safe_load(SPEC.read_text())
+    schema = spec["paths"]["/v1/memory/import"]["post"]["requestBody"]["content"]["application/x-ndjson"]["schema"]
+    routes = render_package(SPEC, "openapi/memory.yaml")["routes.py"]
+    assert f"await read_text_body(request, max_length={schema['maxLength']})" in routes
+
+
+@pytest.fixture
+def capped() -> TestClient:
+    """An app whose one route reads a text body of at most 10 characters."""
+    app = FastAPI()
+    install_problem_handlers(app)
+
+    @app.post("/text")
+    async def text(request: Request) -> dict[str, int]:
+        return {"length": len(await read_text_body(request, max_length=10))}
+
+    return TestClient(app)
+
+
+def test_a_text_body_up_to_max_length_characters_is_read_whole(capped: TestClient) -> None:
+    assert capped.post("/text", content="0123456789").json() == {"length": 10}
+    assert capped.post("/text", content="😀" * 10).json() == {"length": 10}  # 40 bytes, 10 characters
+
+
+@pytest.mark.parametrize("content", ["01234567890", "😀" * 11])
+def test_a_text_body_over_max_length_characters_is_413(capped: TestClient, content: str) -> None:
+    response = capped.post("/text", content=content)
+    assert response.status_code == 413 and response.json()["code"] == "payload_too_large"
+
+
+async def test_an_oversized_stream_is_refused_before_it_is_read_to_the_end(capped: TestClient) -> None:
+    """Driven at the ASGI level: a test client would buffer the whole body before sending."""
+    received, sent = [], []
+
+    async def receive() -> dict:
+        received.append(1)
+        return {"type": "http.request", "body": b"x" * 16, "more_body": len(received) < 1000}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/text", "headers": [], "query_string": b""}
+    await capped.app(scope, receive, send)
+    assert sent[0]["status"] == 413
+    assert len(received) <= 3  # 16, 32, then 48 bytes > 40: refused at the third chunk
+
+
+def test_a_declared_oversized_length_is_refused_without_reading(capped: TestClient) -> None:
+    response = capped.post("/text", content=b"x" * 41, headers={"content-length": "41"})
+    assert response.status_code == 413

@@ -56,16 +56,44 @@ def render_reply(reply: Reply[object], *, statuses: tuple[int, ...], media_type:
     return StreamingResponse(reply.body, status_code=status, media_type=media_type)  # type: ignore[arg-type]
 
 
-async def read_text_body(request: Request) -> str:
-    """A non-JSON request body (e.g. JSON lines) as text; undecodable bytes are the caller's error."""
+#: UTF-8 spends at most this many bytes on one character.
+_MAX_UTF8_BYTES = 4
+
+
+async def read_text_body(request: Request, max_length: int | None = None) -> str:
+    """A non-JSON request body (e.g. JSON lines) as text; undecodable bytes are the caller's error.
+
+    With ``max_length`` (the body schema's ``maxLength``, in characters) the body is read
+    chunk by chunk and refused with 413 as soon as it cannot fit, and before a byte is
+    read when its Content-Length already says so: an oversized upload never sits whole
+    in memory just to be rejected.
+    """
+    byte_cap = None if max_length is None else max_length * _MAX_UTF8_BYTES
+    declared = request.headers.get("content-length", "")
+    if byte_cap is not None and declared.isdigit() and int(declared) > byte_cap:
+        raise _too_long(max_length)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if byte_cap is not None and size > byte_cap:
+            raise _too_long(max_length)
+        chunks.append(chunk)
     try:
-        return (await request.body()).decode("utf-8")
+        text = b"".join(chunks).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ApiError(
             ErrorCode.invalid_params,
             "the request body is not UTF-8 text",
             [FieldError("/body", "encoding", f"byte {exc.start} is not valid UTF-8")],
         ) from None
+    if max_length is not None and len(text) > max_length:
+        raise _too_long(max_length)
+    return text
+
+
+def _too_long(max_length: int | None) -> ApiError:
+    return ApiError(ErrorCode.payload_too_large, f"the request body is at most {max_length} characters")
 
 
 __all__ = ["Authorize", "Principal", "Reply", "TextStream", "read_text_body", "render_reply"]
