@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from memory_bank.capabilities.bm25f import BM25F
+from memory_bank.capabilities.question_fallback import asks_question
 from memory_bank.capabilities.search import CapabilitySearch, Match
 from memory_bank.capabilities.search_fields import api_texts, fields
 from memory_bank.capabilities.semantic import fuse, load_embedder
@@ -105,6 +106,24 @@ def test_fields_keep_path_words_and_response_fields_apart() -> None:
 )
 def test_the_right_operation_ranks_first(query: str, expected: str) -> None:
     assert CapabilitySearch(CATALOG).search(query)[0].capability["name"] == expected
+
+
+ANSWER_ENGINE = capability("getShortAnswer", "Get a short answer", "GET", "/result", i="The input for your question")
+ANSWER_ENGINE["description"] = "Query the knowledge engine and get a short answer to your question."
+
+
+@pytest.mark.parametrize("request_text", ["How many moons does Jupiter have?", "what is the square root of 625", "Who wrote Dune?"])
+def test_a_question_no_operation_names_reaches_the_question_answering_one(request_text: str) -> None:
+    assert asks_question(request_text)
+    assert CapabilitySearch([*CATALOG, ANSWER_ENGINE]).search(request_text)[0].capability["name"] == "getShortAnswer"
+
+
+def test_the_fallback_needs_a_question_and_never_beats_real_evidence() -> None:
+    index = CapabilitySearch([*CATALOG, ANSWER_ENGINE])
+    assert not asks_question("moons of Jupiter") and index.search("moons of Jupiter") == []
+    for request_text in ("What will the weather be in Oslo?", "How do I remove a memory?", "Which public holidays has France in 2025?"):
+        ranked = [m.capability["name"] for m in index.search(request_text, limit=10)]
+        assert ranked[0] != "getShortAnswer" and "getShortAnswer" in ranked, (request_text, ranked)
 
 
 def test_accept_filters_before_the_limit() -> None:
@@ -241,8 +260,9 @@ def test_packaged_model_loads_offline() -> None:
     assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2])
 
 
-def test_toolalpaca_reaches_the_floor() -> None:
-    """Regression guard (the plain-BM25 floor), not the target: see the eval's output."""
+def test_toolalpaca_keeps_its_measured_level() -> None:
+    """Regression guard a little under the measured figures (hit@5 0.990, MRR 0.872); the
+    plain-BM25 floor is 0.89 / 0.75. The eval prints every metric."""
     if not (TOOLALPACA / "queries.jsonl").exists():
         if os.environ.get("CI") == "true":
             pytest.fail(f"eval data missing in CI: {TOOLALPACA}")
@@ -253,5 +273,5 @@ def test_toolalpaca_reaches_the_floor() -> None:
     queries = read_queries(TOOLALPACA / "queries.jsonl")
     rank, _ = memory_bank_ranker(load_catalog(TOOLALPACA, sorted({q.spec for q in queries})))
     metrics = evaluate(queries, rank, k=5)
-    assert metrics["hit@5"] >= 0.89, metrics
-    assert metrics["mrr"] >= 0.75, metrics
+    assert metrics["hit@5"] >= 0.97, metrics
+    assert metrics["mrr"] >= 0.86, metrics

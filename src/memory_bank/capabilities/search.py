@@ -18,7 +18,9 @@ built once at construction and answered from memory:
 
 Score = ``(1 - API_WEIGHT) * operation + API_WEIGHT * api``, both in [0, 1] (see
 :mod:`bm25f` for what 1 means), so the score is in [0, 1] and a caller may apply a
-fixed ``min_score``.
+fixed ``min_score``. A request phrased as a question then mixes in a small share of
+how well each operation says it answers questions (:mod:`question_fallback`), so a
+question that no operation names reaches a question-answering one.
 
 With an ``embedder`` (the ``semantic`` extra, :mod:`semantic`) the lexical score is
 fused with embedding similarity, which finds operations that share no word with the
@@ -45,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory_bank.capabilities.bm25f import BM25F
+from memory_bank.capabilities.question_fallback import ANSWER_TERMS, FALLBACK_WEIGHT, asks_question
 from memory_bank.capabilities.search_fields import FIELD_WEIGHTS, api_terms, api_texts, fields
 from memory_bank.capabilities.semantic import (
     LEXICAL_FLOOR,
@@ -100,6 +103,7 @@ class CapabilitySearch:
                     described[source].add(text)
                     pooled[source] += terms(text)
         self._apis = BM25F([{"api": words} for words in pooled], {"api": 1.0})
+        self._answers = self._operations.scores(ANSWER_TERMS)
         texts = [capability_text(c) for c in self._capabilities]
         self._semantic = SemanticIndex(embedder, texts) if embedder and texts else None
 
@@ -128,6 +132,8 @@ class CapabilitySearch:
             (1 - API_WEIGHT) * own + API_WEIGHT * api[source] if own > 0 else 0.0
             for own, source in zip(self._operations.scores(query_terms), self._source_of)
         ]
+        if asks_question(query):
+            scores = [(1 - FALLBACK_WEIGHT) * own + FALLBACK_WEIGHT * answers for own, answers in zip(scores, self._answers)]
         if self._semantic is not None:
             scores = fuse(scores, self._semantic.scores(query), *self._fusion)
         return self._best(scores, limit, accept)
