@@ -190,6 +190,12 @@ def test_fuse_is_a_convex_combination_of_max_normalised_scores() -> None:
     assert fuse([0.0, 0.0], [0.0, 0.0]) == [0.0, 0.0]
 
 
+def test_fuse_never_rounds_past_one() -> None:
+    """Found by the LoCoMo harness: without the clamp the middle score is 1.0000000000000002."""
+    fused = fuse([0.1309436820918124, 0.4441833092739258, 0.14032683186228911], [0.7725091351313866, 0.9745523047668578, 0.25274377045530383], 0.2, 0.1)
+    assert max(fused) == 1.0
+
+
 def test_fuse_does_not_stretch_a_weak_lexical_best_to_full_weight() -> None:
     """A best lexical match covering 1% of the request is noise: the embedding decides."""
     weak_lexical, semantic = [0.01, 0.0], [0.3, 0.6]

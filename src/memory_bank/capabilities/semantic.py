@@ -106,4 +106,6 @@ def fuse(
     """
     top_lexical = max(max(lexical, default=0.0), lexical_floor) or 1.0
     top_semantic = max(semantic, default=0.0) or 1.0
-    return [(1 - weight) * lex / top_lexical + weight * sem / top_semantic for lex, sem in zip(lexical, semantic)]
+    # min(): (1 - w) * x / x + w * y / y may round to 1.0000000000000002, and a score over 1
+    # breaks the contract (the API's SearchHit.score is at most 1).
+    return [min(1.0, (1 - weight) * lex / top_lexical + weight * sem / top_semantic) for lex, sem in zip(lexical, semantic)]
