@@ -148,6 +148,12 @@ def test_bm25f_scores_are_a_share_of_the_query_ceiling() -> None:
     assert index.scores(["holiday", "unknownword"])[0] < strong / 2 + 0.01  # a word nobody has still counts against
 
 
+def test_a_term_the_query_repeats_counts_per_mention() -> None:
+    index = BM25F([{"title": ["order"]}, {"title": ["family"]}], {"title": 1.0})
+    by_order, by_family = index.scores(["order", "family", "order"])
+    assert by_order == pytest.approx(2 * by_family) and by_order + by_family == pytest.approx(index.scores(["order"])[0])
+
+
 @pytest.mark.parametrize("query", ["", "   ", "the of and", "zzzqqq"])
 def test_queries_without_usable_terms_return_nothing(query: str) -> None:
     assert CapabilitySearch(CATALOG).search(query) == []

@@ -66,14 +66,19 @@ class BM25F:
     def scores(self, query_terms: Iterable[str]) -> list[float]:
         """The score in [0, 1] of every document, by position (0.0: shares no term with the query).
 
+        A term the query repeats counts once per mention, as in Lucene: "fruits from the
+        Sapindales order ... fruits belonging to this order" is about the order more than
+        about the "families" it names once. (ToolAlpaca MRR 0.872 -> 0.878; Twilio
+        known-item check unchanged.)
+
         Dense on purpose: adding into a list by index is the cheapest accumulator in
         pure Python, and callers fuse more signals position by position.
         """
-        unique = list(dict.fromkeys(query_terms))
-        ceiling = sum(self._idf.get(t, self._unseen_idf) for t in unique)
+        mentions = Counter(query_terms)
+        ceiling = sum(n * self._idf.get(t, self._unseen_idf) for t, n in mentions.items())
         scores = [0.0] * self._n
-        for term in unique:
+        for term, n in mentions.items():
             doc_ids, impacts = self._postings.get(term, ((), ()))
             for doc_id, impact in zip(doc_ids, impacts):
-                scores[doc_id] += impact
+                scores[doc_id] += n * impact
         return [score / ceiling for score in scores] if ceiling > 0 else scores
