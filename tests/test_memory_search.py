@@ -11,7 +11,12 @@ from pathlib import Path
 import backends
 import pytest
 import sqlalchemy as sa
+from extras import semantic_extra
+from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
+
+from memory_bank.app import create_app
+from memory_bank.settings import Settings
 
 from memory_bank.store import MemoryFilter, MemoryStore, search_lexical
 from memory_bank.store.database import create_schema
@@ -159,7 +164,7 @@ def test_feedback_moves_a_memory_within_bounds(store: MemoryStore, make_principa
 
 def test_the_semantic_half_finds_what_shares_no_word(engine: Engine, make_principal) -> None:
     """With an embedder, vectors are stored at insert and fused into the ranking (a toy model here)."""
-    np = pytest.importorskip("numpy")
+    np = semantic_extra("numpy")
     concepts = {"dog": 0, "puppy": 0, "violin": 1, "music": 1}
 
     def embed(texts):  # type: ignore[no-untyped-def]
@@ -179,3 +184,22 @@ def test_the_semantic_half_finds_what_shares_no_word(engine: Engine, make_princi
     hits = store.search(ann, EVERYTHING, "dog", 5)
     assert hits[0][0].id == puppy.id and 0 < hits[0][1] <= 1
     assert MemoryStore(engine).search(ann, EVERYTHING, "dog", 5) == []  # lexical alone: no shared word
+
+
+def test_semantic_search_end_to_end_with_the_packaged_model(database_url: str) -> None:
+    """MEMORY_BANK_SEMANTIC_SEARCH as deployed: the real model embeds at save and at search.
+    (The LoCoMo harness once found a fused score of 1.0000000000000002 that made this 500.)"""
+    semantic_extra()
+    app = create_app(Settings(database_url=database_url, semantic_search=True))
+    token, _ = app.state.tokens.create("acme", "ann", "agent-1", ["memory:read", "memory:write"])
+    with TestClient(app, headers={"Authorization": f"Bearer {token}"}) as ann:
+        saved = {
+            text: ann.post("/v1/memory", json={"content": text}).json()["id"]
+            for text in ("We adopted a puppy last spring", "The quarterly budget review is on Friday", "Violin lessons start in March")
+        }
+        for query, expected in (("dog", "We adopted a puppy last spring"), ("music class", "Violin lessons start in March")):
+            hits = ann.get("/v1/memory/search", params={"q": query}).json()
+            assert hits[0]["memory"]["id"] == saved[expected], (query, hits)
+            assert all(0 < hit["score"] <= 1 for hit in hits), hits
+        assert ann.get("/v1/memory/search", params={"q": "Friday budget review"}).json()[0]["score"] <= 1
+    app.state.engine.dispose()

@@ -48,7 +48,8 @@ class MemorySearch:
         # Order by (score, newer, pk) with only the timestamps read; whole rows for the page alone.
         timestamps = sa.select(col(MemoryRow.pk), col(MemoryRow.created_at)).where(col(MemoryRow.pk).in_(best))
         created = dict(session.execute(timestamps).all())
-        kept = (pk for pk in best if final[pk] >= min_score)
+        # Score 0 is no evidence at all (no shared term, no similarity): never a hit.
+        kept = (pk for pk in best if final[pk] > 0 and final[pk] >= min_score)
         page = sorted(kept, key=lambda pk: (final[pk], created[pk], pk), reverse=True)[:limit]
         rows = {row.pk: row for row in session.scalars(sa.select(MemoryRow).where(col(MemoryRow.pk).in_(page)))}
         return [(rows[pk], final[pk]) for pk in page]
