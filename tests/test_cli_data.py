@@ -11,17 +11,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from extras import semantic_extra
 from typer.testing import CliRunner, Result
 
 from memory_bank.cli import app
 from memory_bank.cli_support import owner
 from memory_bank.security.tokens import TokenStore
 from memory_bank.settings import get_settings
-from memory_bank.store import MemoryStore, open_database
+from memory_bank.store import MemoryStore, embeddings, open_database
 from memory_bank.store.filters import MemoryFilter
 
 Run = Callable[..., Result]
-COMMANDS = [[], ["export"], ["import"], ["search"], ["token"], ["token", "list"], ["token", "revoke"]]
+COMMANDS = [[], ["export"], ["import"], ["search"], ["token"], ["token", "list"], ["token", "revoke"], ["db", "embed"]]
 
 
 @pytest.fixture
@@ -124,6 +125,40 @@ def test_search_prints_a_ranked_table_and_says_when_nothing_matches(run: Run, st
     nothing = run("search", "kubernetes", "--org", "acme", "--user", "ada")
     assert nothing.exit_code == 0 and nothing.stdout == "" and "No memory of ada in acme matches" in nothing.stderr
     assert_fails(run("search", "   ", "--org", "acme", "--user", "ada"), "invalid_params", "1 to 2000 characters")
+
+
+def test_db_embed_gives_old_memories_vectors_and_semantic_search_finds_them(
+    run: Run, store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    semantic_extra()
+    puppy = save(store, "acme", "ada", "We adopted a puppy last spring")  # saved while semantic search was off
+    save(store, "acme", "ada", "The quarterly budget review is on Friday")
+    first = run("db", "embed")
+    assert first.exit_code == 0 and first.stdout.strip() == "2"
+    assert run("db", "embed").stdout.strip() == "0"  # nothing left to do
+    monkeypatch.setenv("MEMORY_BANK_SEMANTIC_SEARCH", "true")
+    get_settings.cache_clear()
+    found = run("search", "dog", "--org", "acme", "--user", "ada")
+    rows = [line for line in found.stdout.splitlines() if "│" in line]  # the table's rows, best first
+    assert found.exit_code == 0 and puppy in rows[0]
+
+
+def test_an_import_with_semantic_search_on_stores_vectors(run: Run, store: MemoryStore, tmp_path: Path, monkeypatch) -> None:
+    semantic_extra()
+    save(store, "acme", "ada", "We adopted a puppy last spring")
+    out = tmp_path / "ada.jsonl"
+    run("export", "--out", str(out), "--org", "acme", "--user", "ada")
+    monkeypatch.setenv("MEMORY_BANK_SEMANTIC_SEARCH", "true")
+    get_settings.cache_clear()
+    assert run("import", str(out), "--org", "acme", "--user", "cy").exit_code == 0
+    found = run("search", "dog", "--org", "acme", "--user", "cy")
+    assert found.exit_code == 0 and "puppy" in found.stdout
+
+
+def test_db_embed_without_the_semantic_extra_says_so(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embeddings, "load_embedder", lambda: None)
+    # the install hint's [semantic] is printed as text, not swallowed as console markup
+    assert_fails(run("db", "embed"), "backend_unavailable", "pip install 'memory-bank[semantic]'")
 
 
 def test_token_list_shows_live_tokens_and_revoke_stops_one(run: Run) -> None:

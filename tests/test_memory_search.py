@@ -18,7 +18,9 @@ from sqlalchemy.engine import Engine
 from memory_bank.app import create_app
 from memory_bank.settings import Settings
 
-from memory_bank.store import MemoryFilter, MemoryStore, search_lexical
+from memory_bank.handlers.convert import to_memory
+from memory_bank.handlers.transfer import parse_records
+from memory_bank.store import MemoryFilter, MemoryStore, indexing, search_lexical
 from memory_bank.store.database import create_schema
 from memory_bank.store.text import query_terms, search_text
 
@@ -162,28 +164,65 @@ def test_feedback_moves_a_memory_within_bounds(store: MemoryStore, make_principa
     assert ranked()[0] == newer.id
 
 
-def test_the_semantic_half_finds_what_shares_no_word(engine: Engine, make_principal) -> None:
-    """With an embedder, vectors are stored at insert and fused into the ranking (a toy model here)."""
+CONCEPTS = {"dog": 0, "puppy": 0, "violin": 1, "music": 1}
+
+
+def concept_embedder(calls: list[int] | None = None):  # type: ignore[no-untyped-def]
+    """A toy model: dogs are alike, music is alike, everything else is near nothing.
+    ``calls`` records the size of every batch it is given."""
     np = semantic_extra("numpy")
-    concepts = {"dog": 0, "puppy": 0, "violin": 1, "music": 1}
 
     def embed(texts):  # type: ignore[no-untyped-def]
+        if calls is not None:
+            calls.append(len(texts))
         vectors = np.full((len(texts), 3), 0.01, dtype=np.float32)
         for row, text in enumerate(texts):
             for word in text.lower().replace(":", " ").split():
-                if word in concepts:
-                    vectors[row, concepts[word]] = 1.0
+                if word in CONCEPTS:
+                    vectors[row, CONCEPTS[word]] = 1.0
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
-    store = MemoryStore(engine, embed)
+    return embed
+
+
+def with_vectors(engine: Engine) -> int:
+    with engine.connect() as connection:
+        return int(connection.execute(sa.text("SELECT COUNT(*) FROM memory WHERE embedding IS NOT NULL")).scalar_one())
+
+
+def test_the_semantic_half_finds_what_shares_no_word(engine: Engine, make_principal) -> None:
+    """With an embedder, vectors are stored at insert and fused into the ranking (a toy model here)."""
+    store = MemoryStore(engine, concept_embedder())
     ann = make_principal()
     puppy, _ = store.create(ann, {"content": "we adopted a puppy"})
     store.create(ann, {"content": "violin lessons on Monday"})
-    with engine.connect() as connection:
-        assert connection.execute(sa.text("SELECT COUNT(*) FROM memory WHERE embedding IS NOT NULL")).scalar() == 2
+    assert with_vectors(engine) == 2
     hits = store.search(ann, EVERYTHING, "dog", 5)
     assert hits[0][0].id == puppy.id and 0 < hits[0][1] <= 1
     assert MemoryStore(engine).search(ann, EVERYTHING, "dog", 5) == []  # lexical alone: no shared word
+
+
+def test_an_import_embeds_its_rows_in_batches(engine: Engine, make_principal, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(indexing, "EMBED_BATCH", 4)
+    ann, bob = make_principal(), make_principal(user="bob")
+    rows = [MemoryStore(engine).create(bob, {"content": f"note {n} about a puppy"})[0] for n in range(10)]
+    records = parse_records("".join(to_memory(row).model_dump_json() + "\n" for row in rows))
+    calls: list[int] = []
+    assert MemoryStore(engine, concept_embedder(calls)).import_records(ann, records) == (10, 0)
+    assert calls == [4, 4, 2] and with_vectors(engine) == 10  # one model call per batch, not per row
+
+
+def test_memories_saved_without_the_model_get_vectors_from_the_backfill(engine: Engine, make_principal) -> None:
+    ann = make_principal()
+    puppy, _ = MemoryStore(engine).create(ann, {"content": "we adopted a puppy"})
+    MemoryStore(engine).create(ann, {"content": "violin lessons on Monday"})
+    embed = concept_embedder()
+    assert with_vectors(engine) == 0 and indexing.missing_embeddings(engine) == 2
+    assert MemoryStore(engine, embed).search(ann, EVERYTHING, "dog", 5) == []  # no vectors: nothing to compare
+    batches: list[int] = []
+    assert indexing.backfill_embeddings(engine, embed, batches.append) == 2 and batches == [2]
+    assert indexing.missing_embeddings(engine) == 0 and indexing.backfill_embeddings(engine, embed) == 0
+    assert MemoryStore(engine, embed).search(ann, EVERYTHING, "dog", 5)[0][0].id == puppy.id
 
 
 def test_semantic_search_end_to_end_with_the_packaged_model(database_url: str) -> None:

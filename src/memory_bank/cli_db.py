@@ -1,8 +1,12 @@
-"""``memory-bank db upgrade``: bring the configured database to the current schema.
+"""``memory-bank db upgrade`` and ``db embed``: schema and derived data of the configured database.
 
-Every start does the same (``store.database.create_schema``); the command exists so
-that a deployment can migrate before it rolls replicas out, and so an operator can
-see which revision a database is at. The revision goes alone to stdout.
+``upgrade``: every start does the same (``store.database.create_schema``); the command
+exists so that a deployment can migrate before it rolls replicas out, and so an
+operator can see which revision a database is at. The revision goes alone to stdout.
+
+``embed``: vectors for the rows written while semantic search was off (or before it
+existed), so that turning ``MEMORY_BANK_SEMANTIC_SEARCH`` on covers old memories
+too; the count filled goes alone to stdout. Safe to interrupt and to rerun.
 """
 
 from __future__ import annotations
@@ -10,8 +14,11 @@ from __future__ import annotations
 import typer
 from rich.console import Console
 
+from memory_bank.cli_support import database, plain_errors, progress
 from memory_bank.settings import get_settings
 from memory_bank.store.database import create_schema, make_engine
+from memory_bank.store.embeddings import required_embedder
+from memory_bank.store.indexing import backfill_embeddings, missing_embeddings
 
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 
@@ -28,3 +35,17 @@ def upgrade() -> None:
         engine.dispose()
     typer.echo(after)
     _stderr.print("up to date" if before == after else f"upgraded from {before or 'an empty database'}", style="dim")
+
+
+@db_app.command()
+def embed() -> None:
+    """Compute the semantic-search vector of every memory that has none (needs the semantic extra)."""
+    with plain_errors(), progress() as bar:
+        embedder = required_embedder("embedding needs the model")
+        engine = database()
+        try:
+            task = bar.add_task("Embedding memories", total=missing_embeddings(engine))
+            filled = backfill_embeddings(engine, embedder, lambda n: bar.advance(task, n))
+        finally:
+            engine.dispose()
+    typer.echo(filled)

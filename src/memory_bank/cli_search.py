@@ -11,10 +11,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from memory_bank.cli_support import Org, User, database, fail, owner, plain_errors, stderr, stdout
+from memory_bank.cli_support import Org, User, fail, memory_store, owner, plain_errors, stderr, stdout
 from memory_bank.errors import ErrorCode
 from memory_bank.store.filters import MemoryFilter
-from memory_bank.store.memories import MemoryStore
 
 #: The spec's bounds for q and limit.
 MAX_QUERY_CHARS = 2000
@@ -42,7 +41,7 @@ def search(
         raise fail(ErrorCode.invalid_params, f"the query must have 1 to {MAX_QUERY_CHARS} characters")
     where = MemoryFilter(tags=tuple(tag or ()), project_id=project)
     with plain_errors():
-        hits = MemoryStore(database()).search(owner(org, user), where, query, limit)
+        hits = memory_store().search(owner(org, user), where, query, limit)
     if not hits:
         stderr.print(f"No memory of {user} in {org} matches “{query}”.")
         return

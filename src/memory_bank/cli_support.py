@@ -17,6 +17,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
@@ -26,6 +27,8 @@ from memory_bank.security.principal import Principal
 from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.settings import get_settings
 from memory_bank.store.database import open_database
+from memory_bank.store.embeddings import SemanticExtraMissing, embedder_for
+from memory_bank.store.memories import MemoryStore
 
 stderr = Console(stderr=True, soft_wrap=True, highlight=False)
 stdout = Console(soft_wrap=True, highlight=False)
@@ -47,6 +50,12 @@ def database() -> Engine:
     return open_database(get_settings())
 
 
+def memory_store() -> MemoryStore:
+    """The store on ``database()``, with the embedding model when the settings turn semantic
+    search on: rows the CLI imports get vectors and its searches rank like the service's."""
+    return MemoryStore(database(), embedder_for(get_settings()))
+
+
 def progress() -> Progress:
     """Progress on stderr, so stdout stays clean for what a script captures."""
     return Progress(
@@ -56,7 +65,7 @@ def progress() -> Progress:
 
 def fail(code: ErrorCode, detail: str) -> typer.Exit:
     """Say what failed and its code on stderr; the caller raises the returned Exit(1)."""
-    stderr.print(f"[red]error ({code.value}):[/] {detail}")
+    stderr.print(f"[red]error ({code.value}):[/] {escape(detail)}")  # a detail is text, not markup
     return typer.Exit(1)
 
 
@@ -67,10 +76,12 @@ def plain_errors() -> Iterator[None]:
         yield
     except ApiError as exc:
         for error in exc.errors[:SHOWN_FIELD_ERRORS]:
-            stderr.print(f"  {error.field or '/'}: {error.message} ({error.rule})")
+            stderr.print(escape(f"  {error.field or '/'}: {error.message} ({error.rule})"))
         if len(exc.errors) > SHOWN_FIELD_ERRORS:
             stderr.print(f"  ... and {len(exc.errors) - SHOWN_FIELD_ERRORS} more")
         raise fail(exc.code, exc.detail) from None
+    except SemanticExtraMissing as exc:
+        raise fail(ErrorCode.backend_unavailable, str(exc)) from None
     except OperationalError as exc:
         raise fail(ErrorCode.backend_unavailable, f"the database is unreachable: {exc.orig}") from None
     except SQLAlchemyError as exc:

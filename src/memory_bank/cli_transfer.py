@@ -17,7 +17,7 @@ from typing import Annotated, TextIO
 import sqlalchemy as sa
 import typer
 
-from memory_bank.cli_support import Org, User, database, fail, owner, plain_errors, progress, stdout
+from memory_bank.cli_support import Org, User, database, fail, memory_store, owner, plain_errors, progress, stdout
 from memory_bank.errors import ErrorCode
 from memory_bank.handlers.transfer import export_lines, parse_records
 from memory_bank.security.principal import Principal
@@ -97,6 +97,6 @@ def import_memories(
         records = parse_records(body)
         bar.update(checking, total=len(records), completed=len(records))
         writing = bar.add_task(f"Writing {len(records)} records in one transaction", total=None)
-        imported, skipped = MemoryStore(database()).import_records(owner(org, user), records)
+        imported, skipped = memory_store().import_records(owner(org, user), records)
         bar.update(writing, total=len(records), completed=len(records))
     stdout.print(f"imported {imported}, skipped {skipped} already present")

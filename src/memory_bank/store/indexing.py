@@ -1,10 +1,14 @@
-"""What a memory row carries for search, derived when the row is inserted.
+"""What a memory row carries for search, derived when the row is written.
 
 ``search_text`` (``store.text``) and, when semantic search is on, ``embedding``
-(``store.embeddings``) are set by an ORM ``before_insert`` hook on ``MemoryRow``
-rather than by each writer: saves, patches, keypath puts and imports all insert
-rows, and a hook cannot be forgotten by the next path that does. Rows are never
-updated in place, so nothing has to be derived again.
+(``store.embeddings``) are set by ORM hooks rather than by each writer: saves,
+patches, keypath puts and imports all insert rows, and a hook cannot be forgotten
+by the next path that does. Rows are never updated in place, so nothing has to be
+derived again. ``search_text`` is set per row (``before_insert``); vectors for all
+the rows a flush inserts are computed together (``before_flush``), up to
+``EMBED_BATCH`` texts per model call: the model sorts what it is given by length
+before it batches, so big calls pad less (1,024 LoCoMo turns: 67 texts/s in one
+call against 49/s one by one, on one CPU thread here).
 
 The embedder rides on the engine as the execution option ``EMBEDDER_OPTION``
 (``MemoryStore(engine, embedder)`` sets it), so only the stores that were given
@@ -12,15 +16,20 @@ one compute vectors, and tests, CLI and app need no process-wide switch.
 
 ``backfill`` fills ``search_text`` of rows written before the column existed; the
 search backends run it at start-up (``install``), under the schema lock.
+``backfill_embeddings`` fills the vectors of rows written while semantic search was
+off; it is an operator's step (``memory-bank db embed``), since embedding a large
+database takes minutes to hours and must not hold up a start.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from memory_bank.store import embeddings
@@ -30,14 +39,34 @@ from memory_bank.store.text import search_text
 EMBEDDER_OPTION = "memory_bank_embedder"
 #: Rows filled per UPDATE round trip by ``backfill``.
 BACKFILL_BATCH = 1000
+#: Texts per call of the embedding model: enough for it to sort by length and pad little,
+#: few enough that a call's vectors stay small (1,024 x 384 float32 = 1.5 MB).
+EMBED_BATCH = 1024
 
 
 @event.listens_for(MemoryRow, "before_insert")
-def _derive(_mapper: Any, connection: Connection, row: MemoryRow) -> None:
+def _derive(_mapper: Any, _connection: Connection, row: MemoryRow) -> None:
     row.search_text = search_text(row.content, row.tags or (), row.contexts or ())
-    embedder = connection.get_execution_options().get(EMBEDDER_OPTION)
-    if embedder is not None and row.embedding is None:
-        row.embedding = embeddings.to_blob(embedder([embeddings.memory_text(row.content, row.tags or (), row.contexts or ())])[0])
+
+
+@event.listens_for(Session, "before_flush")
+def _embed_new_rows(session: Session, _context: Any, _instances: Any) -> None:
+    rows = [row for row in session.new if isinstance(row, MemoryRow) and row.embedding is None]
+    embedder = session.connection().get_execution_options().get(EMBEDDER_OPTION) if rows else None
+    if embedder is not None:
+        vectors = _embed(embedder, [(row.content, row.tags, row.contexts) for row in rows])
+        for row, vector in zip(rows, vectors, strict=True):
+            row.embedding = vector
+
+
+def _embed(embedder: embeddings.Embedder, rows: Sequence[tuple[str, Any, Any]]) -> list[bytes]:
+    """The stored vector of each ``(content, tags, contexts)``, ``EMBED_BATCH`` texts per model call."""
+    texts = [embeddings.memory_text(content, tags or (), contexts or ()) for content, tags, contexts in rows]
+    return [
+        embeddings.to_blob(vector)
+        for start in range(0, len(texts), EMBED_BATCH)
+        for vector in embedder(texts[start : start + EMBED_BATCH])
+    ]
 
 
 def backfill(connection: Connection) -> int:
@@ -51,3 +80,35 @@ def backfill(connection: Connection) -> int:
         connection.execute(update, [{"row_pk": pk, "text": search_text(c, t or (), x or ())} for pk, c, t, x in rows])
         filled += len(rows)
     return filled
+
+
+def backfill_embeddings(engine: Engine, embedder: embeddings.Embedder, on_batch: Callable[[int], None] = lambda n: None) -> int:
+    """Compute the vector of every row that has none; returns how many were filled.
+
+    ``EMBED_BATCH`` rows at a time, walked in primary-key order, each batch's vectors
+    written in a transaction of their own and computed outside any (the model is the
+    slow part; rows are never changed in place, so what was read stays true). Work done
+    survives an interruption and a rerun picks up where it stopped. ``on_batch`` is
+    told how many rows each batch filled (for a progress bar).
+    """
+    table = MemoryRow.__table__  # type: ignore[attr-defined]
+    update = table.update().where(table.c.pk == sa.bindparam("row_pk")).values(embedding=sa.bindparam("vector"))
+    pending = sa.select(col(MemoryRow.pk), col(MemoryRow.content), col(MemoryRow.tags), col(MemoryRow.contexts))
+    pending = pending.where(col(MemoryRow.embedding).is_(None)).order_by(col(MemoryRow.pk)).limit(EMBED_BATCH)
+    filled, after = 0, 0
+    while True:
+        with engine.connect() as connection:
+            rows = connection.execute(pending.where(col(MemoryRow.pk) > after)).all()
+        if not rows:
+            return filled
+        vectors = _embed(embedder, [(content, tags, contexts) for _, content, tags, contexts in rows])
+        with engine.begin() as connection:
+            connection.execute(update, [{"row_pk": row[0], "vector": vector} for row, vector in zip(rows, vectors, strict=True)])
+        filled, after = filled + len(rows), rows[-1][0]
+        on_batch(len(rows))
+
+
+def missing_embeddings(engine: Engine) -> int:
+    """How many rows have no vector yet."""
+    with engine.connect() as connection:
+        return int(connection.execute(sa.select(sa.func.count()).where(col(MemoryRow.embedding).is_(None))).scalar_one())
