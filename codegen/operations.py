@@ -72,7 +72,7 @@ def read_operations(spec: dict[str, Any], models_prefix: str = "models.") -> lis
     return operations
 
 
-def _read_operation(namer: TypeNamer, path: str, method: str, item: dict, op: dict) -> Operation:
+def _read_operation(namer: TypeNamer, path: str, method: str, item: dict[str, Any], op: dict[str, Any]) -> Operation:
     op_id = op["operationId"]
     merged = {(p["in"], p["name"]): p for p in _parameters(namer, item) + _parameters(namer, op)}
     parameters = tuple(_read_parameter(namer, op_id, p) for p in merged.values() if p["in"] != "cookie")
@@ -91,7 +91,7 @@ def _read_operation(namer: TypeNamer, path: str, method: str, item: dict, op: di
     )
 
 
-def _parameters(namer: TypeNamer, holder: dict) -> list[dict[str, Any]]:
+def _parameters(namer: TypeNamer, holder: dict[str, Any]) -> list[dict[str, Any]]:
     return [_resolve_object(namer.spec, p) for p in holder.get("parameters", [])]
 
 

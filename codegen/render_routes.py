@@ -46,7 +46,7 @@ def render_routes(operations: list[Operation], spec: dict[str, Any]) -> str:
     return import_block(body, _imports(interface), postponed_annotations=False) + "\n\n" + body
 
 
-def _match_order(op: Operation) -> list[tuple[int, str]]:
+def _match_order(op: Operation) -> list[tuple[bool, str]]:
     """Literal segments before templated ones, so ``/memory/export`` wins over ``/memory/{id}``."""
     return [(seg.startswith("{"), seg) for seg in op.path.strip("/").split("/")] + [(False, op.method)]
 

@@ -19,7 +19,7 @@ document covers, and how strongly" regardless of what else is indexed.
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
 __all__ = ["BM25F"]
@@ -39,7 +39,7 @@ class BM25F:
         }
         postings: dict[str, list[tuple[int, float]]] = {}
         for doc_id, doc in enumerate(documents):
-            pseudo_tf: Counter[str] = Counter()
+            pseudo_tf: dict[str, float] = defaultdict(float)
             for field, weight in weights.items():
                 words = doc.get(field, ())
                 if not words:
@@ -47,8 +47,8 @@ class BM25F:
                 norm = 1 - B + B * len(words) / avg[field]
                 for term, tf in Counter(words).items():
                     pseudo_tf[term] += weight * tf / norm
-            for term, tf in pseudo_tf.items():
-                postings.setdefault(term, []).append((doc_id, tf / (K1 + tf)))
+            for term, weighted in pseudo_tf.items():
+                postings.setdefault(term, []).append((doc_id, weighted / (K1 + weighted)))
         self._idf = {t: self._idf_of(len(p)) for t, p in postings.items()}
         #: term -> (doc ids, impacts): two flat tuples iterate faster than pairs.
         self._postings = {
