@@ -16,10 +16,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
 from memory_bank.app import create_app
-from memory_bank.settings import Settings
-
 from memory_bank.handlers.convert import to_memory
 from memory_bank.handlers.transfer import parse_records
+from memory_bank.settings import Settings
 from memory_bank.store import MemoryFilter, MemoryStore, indexing, search_lexical
 from memory_bank.store.database import create_schema
 from memory_bank.store.text import query_terms, search_text
