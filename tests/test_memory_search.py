@@ -129,6 +129,20 @@ def test_the_index_plan_ranks_like_the_scan(store: MemoryStore, make_principal, 
     assert store.search(ann, EVERYTHING, "garden spring", 10) == scanned
 
 
+def test_an_owner_too_large_to_scan_gets_sampled_statistics_and_every_match(
+    store: MemoryStore, make_principal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ann = make_principal()
+    for content in ("gardening in spring", "spring cleaning of the garden shed", "python build cache", "the garden party"):
+        store.create(ann, {"content": content})
+    scanned = store.search(ann, EVERYTHING, "garden spring", 10)
+    monkeypatch.setattr(search_lexical, "SCAN_ROWS", 1)
+    monkeypatch.setattr(search_lexical, "SAMPLE_ROWS", 1)  # statistics from 2 of the 4 rows
+    sampled = store.search(ann, EVERYTHING, "garden spring", 10)
+    assert {row.id for row, _ in sampled} == {row.id for row, _ in scanned}  # the index still finds every match
+    assert sampled[0][0].id == scanned[0][0].id and all(0 < s < 1 for _, s in sampled)
+
+
 def test_rows_without_search_text_are_filled_at_start(store: MemoryStore, engine: Engine, make_principal) -> None:
     ann = make_principal()
     row, _ = store.create(ann, {"content": "legacy row about zeppelins"})
