@@ -18,6 +18,7 @@ from memory_bank.capabilities.search import CapabilitySearch, Match
 from memory_bank.capabilities.search_fields import api_texts, fields
 from memory_bank.capabilities.semantic import fuse, load_embedder
 from memory_bank.capabilities.text import split_words, stem, terms
+from memory_bank.generated.catalog import CAPABILITIES
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLALPACA = ROOT.parent / "shared" / "evals" / "toolalpaca"
@@ -125,6 +126,24 @@ def test_the_fallback_needs_a_question_and_never_beats_real_evidence() -> None:
     for request_text in ("What will the weather be in Oslo?", "How do I remove a memory?", "Which public holidays has France in 2025?"):
         ranked = [m.capability["name"] for m in index.search(request_text, limit=10)]
         assert ranked[0] != "getShortAnswer" and "getShortAnswer" in ranked, (request_text, ranked)
+
+
+@pytest.mark.parametrize(
+    ("request_text", "expected"),
+    [
+        ("save this fact for later", "postMemory"),
+        ("recall what I know about the project deadline", "getMemorySearch"),
+        ("forget the old address", "deleteMemory"),
+        ("correct a memory that is wrong", "patchMemory"),
+        ("show all versions of this memory", "getMemoryHistory"),
+        ("mark a memory as outdated", "postMemoryFeedback"),
+        ("list everything I have saved", "listMemories"),
+    ],
+)
+def test_agents_find_the_memory_operations_in_their_own_words(request_text: str, expected: str) -> None:
+    """On the generated catalog: the spec's own summaries and descriptions carry these."""
+    exposed = [c for c in CAPABILITIES if c["policy"]["expose"]]
+    assert CapabilitySearch(exposed).search(request_text)[0].capability["name"] == expected
 
 
 def test_accept_filters_before_the_limit() -> None:
