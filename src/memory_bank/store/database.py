@@ -11,6 +11,8 @@ its turn (up to the busy timeout).
 from __future__ import annotations
 
 import json
+import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -61,8 +63,9 @@ def make_engine(url: str) -> Engine:
     def _configure(dbapi_connection: Any, _record: Any) -> None:
         # Let SQLAlchemy's "begin" event, not the driver, decide how transactions start.
         dbapi_connection.isolation_level = None
-        for pragma in ("journal_mode=WAL", "foreign_keys=ON", f"busy_timeout={SQLITE_BUSY_TIMEOUT_MS}"):
+        for pragma in (f"busy_timeout={SQLITE_BUSY_TIMEOUT_MS}", "foreign_keys=ON"):
             dbapi_connection.execute(f"PRAGMA {pragma}")
+        _use_wal(dbapi_connection)
 
     @event.listens_for(engine, "begin")
     def _begin(connection: Connection) -> None:
@@ -70,6 +73,24 @@ def make_engine(url: str) -> Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
+
+
+def _use_wal(dbapi_connection: sqlite3.Connection) -> None:
+    """Put the file in WAL mode (a property of the file, so usually already done).
+
+    Two connections switching a fresh file at the same moment: the loser gets "database
+    is locked" at once, without its busy handler being asked to wait (seen as a 1-in-13
+    failure of four processes starting together), so it retries within the busy timeout.
+    """
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            dbapi_connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def search_backend(engine: Engine) -> SearchBackend:
