@@ -6,7 +6,7 @@ owner-local statistics from SQL (``search_lexical``), BM25 over the derived
 embeddings (``embeddings``) and nudged by feedback recorded with
 ``postMemoryFeedback`` (``feedback_boost``). A dialect
 module (``search_sqlite``, ``search_mysql``) only supplies what SQL cannot say
-portably: the full-text index DDL, the JSON tag test, string length, and the
+portably: the full-text index DDL, the JSON tag test, and the
 index's "contains any of these terms" test for owners too large to scan. So the
 two backends return the same ranking for the same rows.
 
@@ -60,10 +60,6 @@ class SearchBackend(Protocol):
 
     def has_tag(self, tag: str) -> ColumnElement[bool]:
         """True for memory rows whose JSON ``tags`` array contains ``tag``."""
-        ...
-
-    def length(self, text: ColumnElement[str]) -> ColumnElement[int]:
-        """``text``'s length in characters (Python's ``len``)."""
         ...
 
     def index_match(self, session: Session, terms: Sequence[str]) -> tuple[ColumnElement[bool], ColumnElement[Any]]:

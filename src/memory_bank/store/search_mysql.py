@@ -47,9 +47,6 @@ class MysqlSearch:
     def has_tag(self, tag: str) -> ColumnElement[bool]:
         return func.json_contains(col(MemoryRow.tags), func.json_quote(tag)) == 1
 
-    def length(self, text: ColumnElement[str]) -> ColumnElement[int]:
-        return func.char_length(text)
-
     def index_match(self, session: Session, terms: Sequence[str]) -> tuple[ColumnElement[bool], ColumnElement[Any]]:
         indexed = [t for t in terms if self._indexed(session, t)]
         tests = [_text.like(whole_term(t)) for t in terms if t not in indexed]

@@ -68,9 +68,6 @@ class SqliteSearch:
         values = func.json_each(col(MemoryRow.tags)).table_valued("value")
         return sa.exists().where(values.c.value == tag)
 
-    def length(self, text: ColumnElement[str]) -> ColumnElement[int]:
-        return func.length(text)
-
     def index_match(self, session: Session, terms: Sequence[str]) -> tuple[ColumnElement[bool], ColumnElement[Any]]:
         # Naming memory_fts in the condition joins it on rowid; bm25() ranks in its FTS5 context.
         query = " OR ".join(_phrase(t) for t in terms)
