@@ -143,6 +143,18 @@ def test_an_owner_too_large_to_scan_gets_sampled_statistics_and_every_match(
     assert sampled[0][0].id == scanned[0][0].id and all(0 < s < 1 for _, s in sampled)
 
 
+def test_only_whole_top_bands_are_scored_and_they_keep_the_ranking(store: MemoryStore, make_principal) -> None:
+    found = [(1, (1, " a ")), (2, (2, " a b ")), (1, (3, " b ")), (3, (4, " a b c ")), (2, (5, " a c "))]
+    assert sorted(pk for pk, _ in search_lexical._top_bands(found, 2)) == [2, 4, 5]  # band 2 is taken whole
+    assert len(search_lexical._top_bands(found, 10)) == 5
+    ann = make_principal()
+    for n in range(40):
+        store.create(ann, {"content": f"garden note {n}"})
+    both, _ = store.create(ann, {"content": "garden in spring"})
+    assert store.search(ann, EVERYTHING, "garden spring", 1)[0][0].id == both.id  # scored among 10 of 41
+    assert len(store.search(ann, EVERYTHING, "garden spring", 50)) == 41
+
+
 def test_rows_without_search_text_are_filled_at_start(store: MemoryStore, engine: Engine, make_principal) -> None:
     ann = make_principal()
     row, _ = store.create(ann, {"content": "legacy row about zeppelins"})

@@ -26,7 +26,11 @@ owner, version, filters), at most ``SAMPLE_ROWS + 1`` of them:
 
 Every candidate is then scored from its ``search_text`` with BM25 over the searched
 rows' statistics (``bm25``) and the score rule of ``store.search``: other tenants'
-rows change neither the candidates of the scan nor any score.
+rows change neither the candidates of the scan nor any score. On a scan only the rows
+of the best coordination bands are scored, whole bands until there are ``bound``
+(``_top_bands``): no row of a lower band can outrank them, and a query of common words
+matches half of an owner's rows (1,000 rows per org: 444 candidates on average, whose
+BM25 was a quarter of a search's CPU).
 
 Pseudo-relevance feedback (RM3-style expansion with the terms of the best 5 matches,
 re-ranking inside a coordination band) was tried and dropped: leave-one-conversation-out
@@ -63,13 +67,31 @@ _text = cast(ColumnElement[str], col(MemoryRow.search_text))
 Row = tuple[int, str]  # pk, search_text
 
 
-def _scan(rows: Sequence[Row], terms: Sequence[str]) -> tuple[bm25.Corpus, list[Row]]:
-    """Statistics of all ``rows`` and the rows holding any term, by whole-term substring tests
-    (cheaper than splitting every row: most rows of an owner hold none of the terms)."""
+def _scan(rows: Sequence[Row], terms: Sequence[str]) -> tuple[bm25.Corpus, list[tuple[int, Row]]]:
+    """Statistics of all ``rows`` and the rows holding any term, each with how many it holds,
+    by whole-term substring tests (cheaper than splitting every row: most rows of an owner
+    hold none of the terms)."""
     padded = [f" {t} " for t in terms]
-    found = [(pk, text) for pk, text in rows if any(p in text for p in padded)]
-    frequency = {t: sum(p in text for _, text in found) for t, p in zip(terms, padded, strict=True)}
+    frequency = dict.fromkeys(terms, 0)
+    found = []
+    for pk, text in rows:
+        held = [t for t, p in zip(terms, padded, strict=True) if p in text]
+        if held:
+            found.append((len(held), (pk, text)))
+            for term in held:
+                frequency[term] += 1
     return bm25.Corpus(len(rows), sum(len(text) for _, text in rows) / len(rows), frequency), found
+
+
+def _top_bands(found: Sequence[tuple[int, Row]], bound: int) -> list[Row]:
+    """The rows of the best coordination bands (most query terms held), whole bands, until
+    at least ``bound`` rows: the score rule ranks every row of a band above every row of
+    a lower one, so only these can reach the top ``bound`` and only they need BM25."""
+    by_band = sorted(found, key=lambda item: item[0], reverse=True)
+    if len(by_band) <= bound:
+        return [row for _, row in by_band]
+    floor = by_band[bound - 1][0]
+    return [row for held, row in by_band if held >= floor]
 
 
 def _from_index(
@@ -88,14 +110,18 @@ def _from_index(
 def lexical(
     session: Session, backend: SearchBackend, where: Sequence[ColumnElement[bool]], terms: Sequence[str], bound: int
 ) -> dict[int, float]:
-    """pk -> score of every candidate matching a term (``terms`` non-empty, from ``text.query_terms``)."""
+    """pk -> score of the candidates (``terms`` non-empty, distinct, from ``text.query_terms``):
+    on a scan, the rows of the best bands, at least ``bound`` of them when that many match;
+    on the index plan, what the index found."""
     statement = sa.select(col(MemoryRow.pk), _text).where(*where).limit(max(SCAN_ROWS, SAMPLE_ROWS) + 1)
     rows = [(pk, text or "") for pk, text in session.execute(statement)]
     if not rows:
         return {}
-    corpus, candidates = _scan(rows, terms)
+    corpus, found = _scan(rows, terms)
     if len(rows) > SCAN_ROWS:  # too many to scan: the statistics stand, the index finds the candidates
         candidates = _from_index(session, backend, where, terms, bound)
+    else:
+        candidates = _top_bands(found, bound)
     wanted = frozenset(terms)
     hits = {}
     for pk, text in candidates:
