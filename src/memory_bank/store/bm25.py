@@ -8,8 +8,8 @@ statistics of exactly the rows the search ranges over (its WHERE clause: owner,
 version, filters), and the indexes only find candidates.
 
 Documents are ``search_text`` values (``store.text``): terms separated by spaces.
-Lengths are counted in characters on both sides (the dialect's length in SQL,
-``len`` here): BM25 only ever uses a row's length relative to the mean.
+Lengths are counted in characters (``len`` of the ``search_text``): BM25 only ever uses
+a row's length relative to the mean.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy import event
+from sqlalchemy import Select, Update, event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session
 from sqlmodel import col
@@ -69,15 +69,28 @@ def _embed(embedder: embeddings.Embedder, rows: Sequence[tuple[str, Any, Any]]) 
     ]
 
 
+_TABLE: sa.Table = MemoryRow.__table__  # type: ignore[attr-defined]
+
+
+def _inputs_where_missing(derived: str) -> Select[tuple[int, str, Any, Any]]:
+    """pk and what a row's derived columns come from (content, tags, contexts), for the rows
+    whose ``derived`` column is still NULL."""
+    inputs = sa.select(col(MemoryRow.pk), col(MemoryRow.content), col(MemoryRow.tags), col(MemoryRow.contexts))
+    return inputs.where(_TABLE.c[derived].is_(None))
+
+
+def _set_by_pk(column: str) -> Update:
+    """``UPDATE memory SET column = :value WHERE pk = :row_pk``, for executemany."""
+    return _TABLE.update().where(_TABLE.c.pk == sa.bindparam("row_pk")).values({column: sa.bindparam("value")})
+
+
 def backfill(connection: Connection) -> int:
     """Set ``search_text`` wherever it is NULL; returns how many rows were filled."""
-    table = MemoryRow.__table__  # type: ignore[attr-defined]
-    pending = sa.select(col(MemoryRow.pk), col(MemoryRow.content), col(MemoryRow.tags), col(MemoryRow.contexts))
-    pending = pending.where(col(MemoryRow.search_text).is_(None)).limit(BACKFILL_BATCH)
-    update = table.update().where(table.c.pk == sa.bindparam("row_pk")).values(search_text=sa.bindparam("text"))
+    pending = _inputs_where_missing("search_text").limit(BACKFILL_BATCH)
+    update = _set_by_pk("search_text")
     filled = 0
     while rows := connection.execute(pending).all():
-        connection.execute(update, [{"row_pk": pk, "text": search_text(c, t or (), x or ())} for pk, c, t, x in rows])
+        connection.execute(update, [{"row_pk": pk, "value": search_text(c, t or (), x or ())} for pk, c, t, x in rows])
         filled += len(rows)
     return filled
 
@@ -91,10 +104,8 @@ def backfill_embeddings(engine: Engine, embedder: embeddings.Embedder, on_batch:
     survives an interruption and a rerun picks up where it stopped. ``on_batch`` is
     told how many rows each batch filled (for a progress bar).
     """
-    table = MemoryRow.__table__  # type: ignore[attr-defined]
-    update = table.update().where(table.c.pk == sa.bindparam("row_pk")).values(embedding=sa.bindparam("vector"))
-    pending = sa.select(col(MemoryRow.pk), col(MemoryRow.content), col(MemoryRow.tags), col(MemoryRow.contexts))
-    pending = pending.where(col(MemoryRow.embedding).is_(None)).order_by(col(MemoryRow.pk)).limit(EMBED_BATCH)
+    pending = _inputs_where_missing("embedding").order_by(col(MemoryRow.pk)).limit(EMBED_BATCH)
+    update = _set_by_pk("embedding")
     filled, after = 0, 0
     while True:
         with engine.connect() as connection:
@@ -103,7 +114,7 @@ def backfill_embeddings(engine: Engine, embedder: embeddings.Embedder, on_batch:
             return filled
         vectors = _embed(embedder, [(content, tags, contexts) for _, content, tags, contexts in rows])
         with engine.begin() as connection:
-            connection.execute(update, [{"row_pk": row[0], "vector": vector} for row, vector in zip(rows, vectors, strict=True)])
+            connection.execute(update, [{"row_pk": row[0], "value": vector} for row, vector in zip(rows, vectors, strict=True)])
         filled, after = filled + len(rows), rows[-1][0]
         on_batch(len(rows))
 
