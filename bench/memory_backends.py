@@ -102,18 +102,25 @@ def principal(org: int) -> Principal:
     return Principal(token_id="bench", org_id=f"org{org:03d}", user_id="u", agent_id="bench", permissions=perms)
 
 
+#: Creation time of the first bench memory; each later one is a second younger.
+EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def batch_records(contents: Sequence[str], first: int) -> list[Record]:
+    """Import records for ``contents``, memory ``first + n`` created ``first + n`` seconds after EPOCH."""
+    return [
+        Record(n, {"id": new_id(), "content": c, "created_at": EPOCH + timedelta(seconds=first + n)})
+        for n, c in enumerate(contents, 1)
+    ]
+
+
 def load(store: MemoryStore, corpus: dict[int, list[str]]) -> float:
     """Bulk-load through the store in batches; rows per second."""
     start, rows = time.perf_counter(), 0
-    epoch = datetime(2024, 1, 1, tzinfo=UTC)
     for org, contents in corpus.items():
         for first in range(0, len(contents), BATCH):
             batch = contents[first : first + BATCH]
-            records = [
-                Record(n, {"id": new_id(), "content": c, "created_at": epoch + timedelta(seconds=first + n)})
-                for n, c in enumerate(batch, 1)
-            ]
-            store.import_records(principal(org), records)
+            store.import_records(principal(org), batch_records(batch, first))
             rows += len(batch)
     return rows / (time.perf_counter() - start)
 

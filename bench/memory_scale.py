@@ -34,11 +34,9 @@ import random
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +46,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "evals")]
 
 from capability_search import percentile, report  # noqa: E402
-from memory_backends import EVERYTHING, SEED, conversations, mysql_database, org_memories, principal, queries  # noqa: E402
+from memory_backends import EVERYTHING, SEED, batch_records, conversations, mysql_database, org_memories, principal, queries  # noqa: E402
 
 from memory_bank.settings import Settings  # noqa: E402
 from memory_bank.store import MemoryStore, open_database  # noqa: E402
-from memory_bank.store.columns import new_id  # noqa: E402
-from memory_bank.store.importer import Record  # noqa: E402
 
 #: Memories of one org written per transaction, and per turn of the interleaved load.
 CHUNK = 100
@@ -64,18 +60,13 @@ WRITES = 2000
 def load(store: MemoryStore, corpus: dict[int, list[str]], progress: Callable[[int], None]) -> float:
     """Interleaved bulk load, CHUNK memories of one org per transaction; rows per second."""
     start, rows = time.perf_counter(), 0
-    epoch = datetime(2024, 1, 1, tzinfo=UTC)
     longest = max(len(c) for c in corpus.values())
     for first in range(0, longest, CHUNK):
         for org, contents in corpus.items():
             batch = contents[first : first + CHUNK]
-            records = [
-                Record(n, {"id": new_id(), "content": c, "created_at": epoch + timedelta(seconds=first + n)})
-                for n, c in enumerate(batch, 1)
-            ]
-            if records:
-                store.import_records(principal(org), records)
-                rows += len(records)
+            if batch:
+                store.import_records(principal(org), batch_records(batch, first))
+                rows += len(batch)
         progress(rows)
     return rows / (time.perf_counter() - start)
 
