@@ -19,7 +19,7 @@ from memory_bank.app import create_app
 from memory_bank.handlers.convert import to_memory
 from memory_bank.handlers.transfer import parse_records
 from memory_bank.settings import Settings
-from memory_bank.store import MemoryFilter, MemoryStore, indexing, search_lexical
+from memory_bank.store import MemoryFilter, MemoryStore, context_boost, indexing, search_lexical
 from memory_bank.store.database import create_schema
 from memory_bank.store.text import query_terms, search_text
 
@@ -188,6 +188,34 @@ def test_feedback_moves_a_memory_within_bounds(store: MemoryStore, make_principa
         store.add_feedback(ann, strong.id, {"feedback": "incorrect"})
     assert ranked()[0] == newer.id
 
+
+
+def test_memories_of_one_origin_lend_each_other_relevance(store: MemoryStore, make_principal) -> None:
+    """Two wordings of one fact score alike; the one whose session also holds a match for the
+    query ranks first, though the tie-break (newer first) favours the other."""
+    ann = make_principal()
+
+    def save(content: str, origin: str) -> str:
+        return store.create(ann, {"content": content, "contexts": [{"snippet": "-", "origin": origin}]})[0].id
+
+    in_session = save("the launch moved to friday", "session 1")
+    neighbour = save("launch checklist for the team", "session 1")
+    alone = save("our launch moved to friday", "session 2")
+    unrelated = save("lunch is at noon", "session 2")
+    hits = {r.id: s for r, s in store.search(ann, EVERYTHING, "launch friday", 10)}
+    assert list(hits)[:2] == [in_session, alone] and neighbour in hits and unrelated not in hits
+    assert 0 < hits[alone] < hits[in_session] < 1
+
+
+def test_the_origin_boost_is_bounded_and_keeps_order_within_an_origin() -> None:
+    scores = {1: 0.9, 2: 0.5, 3: 0.7, 4: 0.6}
+    origins = {1: frozenset({"a"}), 2: frozenset({"a"}), 3: frozenset(), 4: frozenset({"b"})}
+    boosted = context_boost.boosted(scores, origins)
+    assert boosted[3] == 0.7 and boosted[4] == 0.6  # no neighbour among the candidates: unchanged
+    assert boosted[1] == pytest.approx(0.9 + context_boost.WEIGHT * 0.5 * 0.1)
+    assert boosted[2] == pytest.approx(0.5 + context_boost.WEIGHT * 0.9 * 0.5)
+    assert 1 > boosted[1] > boosted[2] > 0.5
+    assert context_boost.origins([{"snippet": "x"}, {"snippet": "y", "origin": "s1"}, {"snippet": "z", "origin": ""}]) == {"s1"}
 
 CONCEPTS = {"dog": 0, "puppy": 0, "violin": 1, "music": 1}
 

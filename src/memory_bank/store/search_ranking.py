@@ -4,7 +4,8 @@
 2. with an embedder, the ``embeddings.NEIGHBOURS`` rows closest to the query join
    them, and every candidate's score becomes the fusion of both signals
    (``embeddings``); a row the other signal did not find counts 0 there;
-3. the best ``max(3 * limit, 30)`` get their feedback applied (``feedback_boost``),
+3. the best ``max(3 * limit, 30)`` lend each other relevance when they share an
+   origin (``context_boost``), then get their feedback applied (``feedback_boost``),
    enough for a demoted memory to leave the page and a promoted one to climb it;
 4. ``min_score``, order (score, then newer, then higher pk), ``limit``.
 """
@@ -17,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy import ColumnElement
 from sqlmodel import Session, col
 
-from memory_bank.store import embeddings, feedback_boost
+from memory_bank.store import context_boost, embeddings, feedback_boost
 from memory_bank.store.search import SearchBackend
 from memory_bank.store.search_lexical import lexical
 from memory_bank.store.tables import MemoryRow
@@ -43,11 +44,16 @@ class MemorySearch:
         if not scores:
             return []
         best = sorted(scores, key=lambda pk: (scores[pk], pk), reverse=True)[: max(FEEDBACK_DEPTH * limit, 30)]
+        # Order by (score, newer, pk) with only timestamps and contexts read; whole rows for the page alone.
+        facts = sa.select(col(MemoryRow.pk), col(MemoryRow.created_at), col(MemoryRow.contexts)).where(
+            col(MemoryRow.pk).in_(best)
+        )
+        created, origins = {}, {}
+        for pk, created_at, contexts in session.execute(facts):
+            created[pk], origins[pk] = created_at, context_boost.origins(contexts)
+        scores = context_boost.boosted({pk: scores[pk] for pk in best}, origins)
         votes = feedback_boost.net_votes(session, best)
         final = {pk: feedback_boost.boosted(scores[pk], votes[pk]) if pk in votes else scores[pk] for pk in best}
-        # Order by (score, newer, pk) with only the timestamps read; whole rows for the page alone.
-        timestamps = sa.select(col(MemoryRow.pk), col(MemoryRow.created_at)).where(col(MemoryRow.pk).in_(best))
-        created = dict(session.execute(timestamps).all())
         # Score 0 is no evidence at all (no shared term, no similarity): never a hit.
         kept = (pk for pk in best if final[pk] > 0 and final[pk] >= min_score)
         page = sorted(kept, key=lambda pk: (final[pk], created[pk], pk), reverse=True)[:limit]
