@@ -21,6 +21,8 @@ from memory_bank.handlers.transfer import parse_records
 from memory_bank.settings import Settings
 from memory_bank.store import MemoryFilter, MemoryStore, context_boost, indexing, search_lexical
 from memory_bank.store.database import create_schema
+from memory_bank.store.search_mysql import MysqlSearch
+from memory_bank.store.search_sqlite import SqliteSearch
 from memory_bank.store.text import query_terms, search_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,6 +144,33 @@ def test_an_owner_too_large_to_scan_gets_sampled_statistics_and_every_match(
     assert {row.id for row, _ in sampled} == {row.id for row, _ in scanned}  # the index still finds every match
     assert sampled[0][0].id == scanned[0][0].id and all(0 < s < 1 for _, s in sampled)
 
+
+def test_the_index_plan_asks_for_the_best_band_first_and_any_term_only_when_it_is_short(
+    store: MemoryStore, make_principal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ann = make_principal()
+    both = {store.create(ann, {"content": f"garden in spring, note {n}"})[0].id for n in range(12)}
+    for n in range(5):
+        store.create(ann, {"content": f"garden shed, note {n}"})
+    for n in range(3):
+        store.create(ann, {"content": f"spring rain, note {n}"})
+    monkeypatch.setattr(search_lexical, "SCAN_ROWS", 0)
+    asked: list[bool] = []  # the ``every`` of each question put to the full-text index
+
+    def recording(index_match):  # type: ignore[no-untyped-def]
+        def ask(backend, session, terms, *, every=False):  # type: ignore[no-untyped-def]
+            asked.append(every)
+            return index_match(backend, session, terms, every=every)
+
+        return ask
+
+    for dialect in (SqliteSearch, MysqlSearch):
+        monkeypatch.setattr(dialect, "index_match", recording(dialect.index_match))
+    hits = store.search(ann, EVERYTHING, "garden spring", 1)  # 10 candidates wanted: the 12 rows of both words suffice
+    assert asked == [True] and hits[0][0].id in both
+    asked.clear()
+    hits = store.search(ann, EVERYTHING, "garden spring", 50)  # 500 wanted: then rows of either word
+    assert asked == [True, False] and len(hits) == 20 and {r.id for r, _ in hits[:12]} == both
 
 def test_only_whole_top_bands_are_scored_and_they_keep_the_ranking(store: MemoryStore, make_principal) -> None:
     found = [(1, (1, " a ")), (2, (2, " a b ")), (1, (3, " b ")), (3, (4, " a b c ")), (2, (5, " a c "))]

@@ -3,7 +3,8 @@
 Search is one pipeline on every database (``search_ranking``): candidates and
 owner-local statistics from SQL (``search_lexical``), BM25 over the derived
 ``search_text`` column (``bm25``, terms from ``text``), optionally fused with
-embeddings (``embeddings``) and nudged by feedback recorded with
+embeddings (``embeddings``), lifted by matches of the same origin
+(``context_boost``) and nudged by feedback recorded with
 ``postMemoryFeedback`` (``feedback_boost``). A dialect
 module (``search_sqlite``, ``search_mysql``) only supplies what SQL cannot say
 portably: the full-text index DDL, the JSON tag test, and the
@@ -62,7 +63,9 @@ class SearchBackend(Protocol):
         """True for memory rows whose JSON ``tags`` array contains ``tag``."""
         ...
 
-    def index_match(self, session: Session, terms: Sequence[str]) -> tuple[ColumnElement[bool], ColumnElement[Any]]:
-        """(rows whose ``search_text`` holds any term, by the full-text index; an
-        ascending order that puts the index's most relevant rows first)."""
+    def index_match(
+        self, session: Session, terms: Sequence[str], *, every: bool = False
+    ) -> tuple[ColumnElement[bool], ColumnElement[Any]]:
+        """(rows whose ``search_text`` holds any term, or with ``every`` all of them, by the
+        full-text index; an ascending order that puts the index's most relevant rows first)."""
         ...

@@ -6,9 +6,10 @@ derived ``search_text`` column, whose terms are already folded and stemmed
 ``preferred`` here as on SQLite. The index only serves owners too large to scan
 (``search_lexical``); its pitfalls and what is done about them:
 
-* membership is tested ``IN BOOLEAN MODE`` (no operators: any term): natural
-  language mode drops rows whose relevance is 0, which on MySQL is every row when a
-  word occurs in all of them; candidates are ordered by the same expression;
+* membership is tested ``IN BOOLEAN MODE`` (no operators: any term; ``+`` before each
+  term: all of them): natural language mode drops rows whose relevance is 0, which on
+  MySQL is every row when a word occurs in all of them; candidates are ordered by the
+  same expression;
 * terms shorter than ``innodb_ft_min_token_size`` (3 by default) or longer than
   ``innodb_ft_max_token_size`` are not in the index: they match by ``LIKE`` instead;
 * a row enters the index at COMMIT: a save is acknowledged only after its commit,
@@ -47,13 +48,17 @@ class MysqlSearch:
     def has_tag(self, tag: str) -> ColumnElement[bool]:
         return func.json_contains(col(MemoryRow.tags), func.json_quote(tag)) == 1
 
-    def index_match(self, session: Session, terms: Sequence[str]) -> tuple[ColumnElement[bool], ColumnElement[Any]]:
+    def index_match(
+        self, session: Session, terms: Sequence[str], *, every: bool = False
+    ) -> tuple[ColumnElement[bool], ColumnElement[Any]]:
         indexed = [t for t in terms if self._indexed(session, t)]
         tests = [_text.like(whole_term(t)) for t in terms if t not in indexed]
+        combine = sa.and_ if every else sa.or_
         if not indexed:
-            return sa.or_(*tests), col(MemoryRow.pk).desc()
-        relevance = mysql.match(_text, against=" ".join(indexed)).in_boolean_mode()
-        return sa.or_(relevance > 0, *tests), relevance.desc()
+            return combine(*tests), col(MemoryRow.pk).desc()
+        # "+term" makes a term required in boolean mode; a bare term is optional (any of them).
+        relevance = mysql.match(_text, against=" ".join(f"+{t}" if every else t for t in indexed)).in_boolean_mode()
+        return combine(relevance > 0, *tests), relevance.desc()
 
     def _indexed(self, session: Session, term: str) -> bool:
         if self._token_sizes is None:

@@ -68,8 +68,10 @@ class SqliteSearch:
         values = func.json_each(col(MemoryRow.tags)).table_valued("value")
         return sa.exists().where(values.c.value == tag)
 
-    def index_match(self, session: Session, terms: Sequence[str]) -> tuple[ColumnElement[bool], ColumnElement[Any]]:
+    def index_match(
+        self, session: Session, terms: Sequence[str], *, every: bool = False
+    ) -> tuple[ColumnElement[bool], ColumnElement[Any]]:
         # Naming memory_fts in the condition joins it on rowid; bm25() ranks in its FTS5 context.
-        query = " OR ".join(_phrase(t) for t in terms)
+        query = (" AND " if every else " OR ").join(_phrase(t) for t in terms)
         matches = sa.and_(_fts.c.rowid == col(MemoryRow.pk), _fts.c.memory_fts.op("MATCH")(query))
         return matches, func.bm25(sa.literal_column("memory_fts"))
