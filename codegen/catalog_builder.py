@@ -105,7 +105,7 @@ def _param_schema(param: dict[str, Any]) -> dict[str, Any]:
     schema = param.get("schema")
     if not isinstance(schema, dict):
         content = param.get("content")
-        media = next(iter(content.values()), {}) if isinstance(content, dict) and content else {}
+        media: Any = next(iter(content.values()), {}) if isinstance(content, dict) and content else {}
         schema = media.get("schema") if isinstance(media, dict) else None
     schema = dict(schema) if isinstance(schema, dict) else {}
     description = _text(param.get("description"))
@@ -131,7 +131,7 @@ def _body(op: Operation, spec: dict[str, Any]) -> tuple[dict[str, Any], bool] | 
     """The request body schema (raw OpenAPI) and whether the body is required."""
     body = deref(spec, op.operation.get("requestBody"))
     picked = _pick_media(body.get("content"), json_only=False) if body else None
-    if picked is None:
+    if body is None or picked is None:
         return None
     media_type, media = picked
     schema = media.get("schema")
@@ -205,9 +205,10 @@ def _api_info(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     descriptions (empty strings and lists when absent), then ``{tag: description}`` for
     the tags that have one. Search uses this text to tell which API a request is for.
     """
-    info = spec.get("info") if isinstance(spec.get("info"), dict) else {}
-    servers = spec.get("servers") if isinstance(spec.get("servers"), list) else []
-    tags = spec.get("tags") if isinstance(spec.get("tags"), list) else []
+    info, servers, tags = spec.get("info"), spec.get("servers"), spec.get("tags")
+    info = info if isinstance(info, dict) else {}
+    servers = servers if isinstance(servers, list) else []
+    tags = tags if isinstance(tags, list) else []
     server_texts = [_text(s.get("description")) for s in servers if isinstance(s, dict)]
     api = {
         "title": _text(info.get("title")),

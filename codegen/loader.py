@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -36,9 +36,9 @@ class SpecError(Exception):
 class _SpecLoader(yaml.SafeLoader):
     """SafeLoader with YAML 1.2 booleans, no timestamps, string keys, no duplicate keys."""
 
-    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[str, Any]:
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Hashable, Any]:
         self.flatten_mapping(node)
-        mapping: dict[str, Any] = {}
+        mapping: dict[Hashable, Any] = {}
         for key_node, value_node in node.value:
             key = self.construct_object(key_node, deep=deep)
             if not isinstance(key, str):

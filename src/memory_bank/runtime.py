@@ -19,7 +19,8 @@ from fastapi.responses import Response, StreamingResponse
 from memory_bank.errors import ApiError, ErrorCode, FieldError
 from memory_bank.security.principal import Principal
 
-T = TypeVar("T")
+#: Covariant: a ``Reply[Memory]`` is a ``Reply[object]``, which is all ``render_reply`` reads.
+T_co = TypeVar("T_co", covariant=True)
 
 #: ``authorize(permission)`` returns a FastAPI dependency that authenticates the
 #: request, checks ``permission`` and the rate limit, and yields the principal.
@@ -30,13 +31,13 @@ TextStream = AsyncIterator[str]
 
 
 @dataclass(frozen=True)
-class Reply(Generic[T]):
+class Reply(Generic[T_co]):
     """A handler's answer: the body and, when the operation has several 2xx, which one.
 
     ``status_code=None`` means the operation's first declared success status.
     """
 
-    body: T
+    body: T_co
     status_code: int | None = None
 
 

@@ -123,11 +123,12 @@ def _field_errors(error: ValidationError) -> list[FieldError]:
     reported at the missing or unexpected member, as REST reports them.
     """
     where, rule, value = list(error.absolute_path), str(error.validator), error.instance
-    if rule == "required" and isinstance(value, dict):
+    if rule == "required" and isinstance(value, dict) and isinstance(error.validator_value, list):
         missing = [name for name in error.validator_value if name not in value]
         return [FieldError(json_pointer([*where, name]), rule, "is required but missing") for name in missing]
-    if rule == "additionalProperties" and isinstance(value, dict) and "patternProperties" not in error.schema:
-        known = error.schema.get("properties") or {}
+    schema = error.schema if isinstance(error.schema, Mapping) else {}
+    if rule == "additionalProperties" and isinstance(value, dict) and "patternProperties" not in schema:
+        known = schema.get("properties") or {}
         return [
             FieldError(json_pointer([*where, name]), rule, f"is not a known argument (got {_json_type(value[name])})")
             for name in value

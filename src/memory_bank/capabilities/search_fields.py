@@ -158,7 +158,9 @@ def api_texts(capability: Mapping[str, Any]) -> list[str]:
     api = capability.get("api")
     if not isinstance(api, Mapping):
         return []
-    servers = api.get("servers") if isinstance(api.get("servers"), list) else []
-    tags = api.get("tags") if isinstance(api.get("tags"), Mapping) else {}
+    servers = api.get("servers")
+    tags = api.get("tags")
+    servers = servers if isinstance(servers, list) else []
+    tags = tags if isinstance(tags, Mapping) else {}
     texts = [_text(api.get("title")), _text(api.get("summary")), _text(api.get("description"))]
     return [t for t in (*texts, *map(_text, servers), *map(_text, tags.values())) if t.strip()]

@@ -85,7 +85,7 @@ class SemanticIndex:
         import numpy as np
 
         vector = np.asarray(self._embed([query]), dtype=np.float32).reshape(-1)
-        return np.clip(self._matrix @ vector, 0.0, 1.0).tolist()
+        return [float(s) for s in np.clip(self._matrix @ vector, 0.0, 1.0)]
 
 
 def fuse(

@@ -62,7 +62,7 @@ def split_words(text: str) -> list[str]:
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """The Porter2 stem of a lower-case word (``"holidays"`` -> ``"holiday"``)."""
-    return _STEMMER.stemWord(word)
+    return str(_STEMMER.stemWord(word))
 
 
 def terms(*texts: str) -> list[str]:

@@ -148,7 +148,7 @@ def _own_ids(session: Session, principal: Principal, records: Sequence[Record]) 
     ids = {r.id for r in records} | {r.parent for r in records if r.parent}
     rename = {i: copy_id(principal, i) for i, row in _rows_by_id(session, ids).items() if not _mine(row, principal)}
     return [
-        replace(r, fields=r.fields | {"id": rename.get(r.id, r.id), "supersedes_id": rename.get(r.parent, r.parent)})
+        replace(r, fields=r.fields | {"id": rename.get(r.id, r.id), "supersedes_id": rename.get(r.parent, r.parent) if r.parent else None})
         if r.id in rename or r.parent in rename
         else r
         for r in records
