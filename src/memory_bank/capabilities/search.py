@@ -25,8 +25,8 @@ question that no operation names reaches a question-answering one.
 With an ``embedder`` (the ``semantic`` extra, :mod:`semantic`) the lexical score is
 fused with embedding similarity, which finds operations that share no word with the
 request; scores are then relative to the query's best, and a weak lexical best is
-not stretched to full weight (see :func:`semantic.fuse`: ``semantic_weight`` 0.3,
-``lexical_floor`` 0.15, chosen by leave-one-spec-out cross-validation).
+not stretched to full weight (see :func:`semantic.fuse`: ``semantic_weight`` 0.2,
+``lexical_floor`` 0.1, chosen by leave-one-spec-out cross-validation).
 
 Measured on ToolAlpaca (and on the Twilio known-item check) and kept out, as each
 gained at most a few of 207 requests or lost, here or on Twilio: the API text as an
