@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from extras import semantic_extra
 
+from memory_bank.capabilities import request_steps
 from memory_bank.capabilities.bm25f import BM25F
 from memory_bank.capabilities.question_fallback import asks_question
 from memory_bank.capabilities.search import CapabilitySearch, Match
@@ -307,3 +308,45 @@ def test_toolalpaca_keeps_its_measured_level() -> None:
     metrics = evaluate(queries, rank, k=5)
     assert metrics["hit@5"] >= 0.97, metrics
     assert metrics["mrr"] >= 0.86, metrics
+
+
+ADDRESS_API = [
+    capability("verifyAddress", "Verify that a postal address is valid", "POST", "/addresses/verify", address="The postal address"),
+    capability("standardizeAddress", "Standardize a postal address", "POST", "/addresses/standardize", address="The postal address"),
+    capability("listLetters", "List letters sent", "GET", "/letters"),
+]
+
+
+@pytest.mark.parametrize(
+    ("request_text", "tail"),
+    [
+        ("verify this address and then standardize it", "standardize it"),
+        ("Get the rate. Also, set an alert. Finally, list alerts", "list alerts"),
+        ("verify this address", None),
+        ("verify this address, then", None),
+    ],
+)
+def test_the_last_step_is_the_text_after_the_last_step_word(request_text: str, tail: str | None) -> None:
+    assert request_steps.last_step(request_text) == tail
+
+
+def test_a_request_of_several_steps_gets_its_last_steps_operation_first() -> None:
+    index = CapabilitySearch(ADDRESS_API)
+    one_step = [m.capability["name"] for m in index.search("verify this postal address is valid and standard")]
+    assert one_step[:2] == ["verifyAddress", "standardizeAddress"]
+    two_steps = index.search("verify this postal address is valid and then standardize it", limit=1)
+    assert [m.capability["name"] for m in two_steps] == ["standardizeAddress"]
+    ranked = index.search("verify this postal address is valid and then standardize it")
+    assert [m.capability["name"] for m in ranked[:2]] == ["standardizeAddress", "verifyAddress"]
+    assert [m.score for m in ranked] == sorted((m.score for m in ranked), reverse=True)
+
+
+def test_the_last_step_moves_nothing_it_does_not_name_or_that_another_api_answers() -> None:
+    index = CapabilitySearch(ADDRESS_API)
+    # "letters" fits listLetters best, which the whole request hardly supports: nothing moves.
+    ranked = index.search("verify this postal address is valid, then thank you for the letters")
+    assert ranked[0].capability["name"] == "verifyAddress"
+    other_api = {**capability("standardizeAddress", "Standardize a postal address", "POST", "/standardize"), "source": "other.yaml"}
+    index = CapabilitySearch([*ADDRESS_API[:1], other_api])
+    ranked = index.search("verify this postal address is valid and then standardize it")
+    assert ranked[0].capability["name"] == "verifyAddress"

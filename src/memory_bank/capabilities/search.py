@@ -20,7 +20,9 @@ Score = ``(1 - API_WEIGHT) * operation + API_WEIGHT * api``, both in [0, 1] (see
 :mod:`bm25f` for what 1 means), so the score is in [0, 1] and a caller may apply a
 fixed ``min_score``. A request phrased as a question then mixes in a small share of
 how well each operation says it answers questions (:mod:`question_fallback`), so a
-question that no operation names reaches a question-answering one.
+question that no operation names reaches a question-answering one. A request that
+states several steps gets the operation of its last step first when that operation is
+a close contender (:mod:`request_steps`).
 
 With an ``embedder`` (the ``semantic`` extra, :mod:`semantic`) the lexical score is
 fused with embedding similarity, which finds operations that share no word with the
@@ -39,7 +41,8 @@ here, a loss on Twilio), prefix matching; on the semantic side RRF, embedding th
 API text, and the best sentence of the request. Later also: preferring operations
 whose arguments the request's literal values (quotes, numbers, proper names) could
 fill (+0.01 MRR at one tiny weight, a loss at twice it: noise), scoring the clause
-after the last "then" / "also" for the chain's final step, the position of an
+after the last "then" / "also" as an added signal (what is kept instead is a move of
+that clause's best operation to the front, :mod:`request_steps`), the position of an
 operation's evidence in the request, weighting word pairs below single words, and
 grids over k1, b and every field weight (all within 0.01 MRR of the values above).
 """
@@ -51,6 +54,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memory_bank.capabilities import request_steps
 from memory_bank.capabilities.bm25f import BM25F
 from memory_bank.capabilities.question_fallback import ANSWER_TERMS, FALLBACK_WEIGHT, asks_question
 from memory_bank.capabilities.search_fields import FIELD_WEIGHTS, api_terms, api_texts, fields
@@ -95,6 +99,7 @@ class CapabilitySearch:
         the embedding signal, fused with ``semantic_weight`` and ``lexical_floor`` (see
         :func:`semantic.fuse`; the defaults are the cross-validated ones)."""
         self._capabilities = list(capabilities)
+        self._position = {id(c): i for i, c in enumerate(self._capabilities)}
         self._fusion = (semantic_weight, lexical_floor)
         self._operations = BM25F([fields(c) for c in self._capabilities], FIELD_WEIGHTS)
         sources: dict[str, int] = {}
@@ -141,7 +146,25 @@ class CapabilitySearch:
             scores = [(1 - FALLBACK_WEIGHT) * own + FALLBACK_WEIGHT * answers for own, answers in zip(scores, self._answers)]
         if self._semantic is not None:
             scores = fuse(scores, self._semantic.scores(query), *self._fusion)
-        return self._best(scores, limit, accept)
+        matches = self._best(scores, max(limit, request_steps.WINDOW), accept)
+        tail = request_steps.last_step(query)
+        return (self._last_step_first(matches, tail) if tail else matches)[:limit]
+
+    def _last_step_first(self, matches: list[Match], tail: str) -> list[Match]:
+        """``matches`` with the best operation for the request's last step ``tail`` moved to
+        the front when it is a contender (see :mod:`request_steps`)."""
+        words = terms(tail)
+        fit = self._operations.scores(words + phrases(words))
+        best = max(fit, default=0.0)
+        if not matches or best <= 0:
+            return matches
+        first = matches[0]
+        api = self._source_of[self._position[id(first.capability)]]
+        for position, match in enumerate(matches[1 : request_steps.WINDOW], start=1):
+            doc_id = self._position[id(match.capability)]
+            if fit[doc_id] == best and self._source_of[doc_id] == api and match.score >= request_steps.NEAR * first.score:
+                return [Match(match.capability, first.score), *matches[:position], *matches[position + 1 :]]
+        return matches
 
     def _best(self, scores: Sequence[float], limit: int, accept: Callable[[Capability], bool] | None) -> list[Match]:
         """The ``limit`` best accepted capabilities by score, ties in catalog order.

@@ -1,0 +1,48 @@
+"""A request that states several steps wants the operation of its last step first.
+
+"Verify this address and then standardize it", "Get the exchange rate. Also, set an
+alert if it drops": people state steps in the order they are to happen, and what they
+ask for in the end is the last one; the earlier ones are means to it. A bag of words
+cannot see the order, so the operation of the first step, often the one with more of
+the request's words, tends to rank first.
+
+When a request has a step connective (:data:`STEP`), the text after the last one is
+its last step. The operation that best matches that text alone (BM25F, as the whole
+request) moves to the front when it is already a contender for the whole request:
+among the first :data:`WINDOW` results, of the same API as the first (the steps of one
+request are calls to one API), and scoring at least :data:`NEAR` of it. It takes the
+first's score, so scores stay in order. Otherwise nothing changes: a last step whose
+best operation the whole request does not support (say, a word it shares with an
+unrelated operation) is no evidence, and an operation of another API is a different
+reading of the request, not its next step.
+
+Measured on ToolAlpaca (``evals/capability_search.py``, 207 requests): final@1 (the
+last gold operation first) 0.734 -> 0.763 lexical and 0.778 -> 0.816 with the semantic
+extra; MRR 0.878 unchanged lexical, 0.905 -> 0.903 with the extra (one request whose
+last step's words fit another operation better than its own). Flat for ``NEAR`` from
+0.5 to 0.7; the Twilio known-item check does not move (its requests state one step).
+Picking, among the first results, the one that fits the last step best even when it
+is not that step's best operation overall gained one more request here, by luck, and
+moved "delete the data source; also embed the dashboard" to "delete the dashboard":
+not done.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["NEAR", "STEP", "WINDOW", "last_step"]
+
+#: Words that start a further step of a request.
+STEP = re.compile(r"\b(?:also|then|additionally|afterwards|after that|finally)\b", re.IGNORECASE)
+#: How far down the ranking the last step's operation may be to move to the front.
+WINDOW = 3
+#: Share of the first result's score it must have, at least.
+NEAR = 0.5
+
+
+def last_step(request: str) -> str | None:
+    """The text after the request's last step connective; None for a one-step request."""
+    steps = list(STEP.finditer(request))
+    tail = request[steps[-1].end() :].lstrip(" ,;:").strip() if steps else ""
+    return tail or None
