@@ -25,10 +25,14 @@ _RUN = re.compile(r"[^\W\d_]+|\d+")
 
 #: Function words that carry no intent in a request ("can you get me the ..."). Kept
 #: short on purpose: words like "all", "new", "by", "not" do separate operations.
+#: "many" and "much" only size what follows ("how many moons does Jupiter have"): as
+#: terms they tied questions to an operation that says "how many cats" (ToolAlpaca MRR
+#: 0.878 -> 0.881, final@1 0.763 -> 0.768; Twilio's known-item check unchanged).
 STOPWORDS = frozenset(
     """a an and are as at be been but can could do does for from have how i if in into is it
-    its me my of on or our please should so than that the their them then there these they
-    this those to was we were what when where which who whom why will with would you your""".split()
+    its many me much my of on or our please should so than that the their them then there
+    these they this those to was we were what when where which who whom why will with would
+    you your""".split()
 )
 
 _STEMMER = snowballstemmer.stemmer("english")
