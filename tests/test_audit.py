@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -98,6 +99,27 @@ def test_a_full_queue_drops_and_counts_and_the_rest_is_written(engine) -> None:
         assert connection.scalars(sa.select(AuditEventRow.request_id)).all() == ["req-0", "req-1"]
     assert metrics.registry.get_sample_value("memory_bank_audit_queue_depth") == 0
 
+
+
+def test_events_arriving_one_after_another_share_one_write(engine, monkeypatch) -> None:
+    """The writer waits a moment after the first event of a batch, so a burst of requests
+    costs one write transaction, not one each (a long wait here, so timing cannot decide)."""
+    monkeypatch.setattr("memory_bank.security.audit.BATCH_LINGER_SECONDS", 1.0)
+    table, batches = TableSink(engine), []
+
+    class Counting:
+        def write(self, events: Sequence[AuditEvent]) -> None:
+            batches.append(len(events))
+            table.write(events)
+
+    log = AuditLog([Counting()], Metrics(), queue_size=10, batch_size=10)
+    with log.running():
+        for n in range(3):
+            log.record(event(n))
+            time.sleep(0.01)
+    assert batches == [3]
+    with engine.connect() as connection:
+        assert connection.scalars(sa.select(AuditEventRow.request_id)).all() == ["req-0", "req-1", "req-2"]
 
 def test_a_failing_sink_drops_the_batch_counts_it_and_keeps_draining(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr("memory_bank.security.audit.SINK_RETRY_SECONDS", 0.01)

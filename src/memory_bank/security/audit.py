@@ -44,6 +44,10 @@ SINK_ATTEMPTS = 3
 SINK_RETRY_SECONDS = 0.2
 #: How often an idle writer wakes to notice a stop request.
 IDLE_POLL_SECONDS = 0.1
+#: After the first event of a batch, how long the writer waits for more. Under load one
+#: write transaction then carries many events instead of one each, and on SQLite each
+#: of those transactions also queued behind the requests' own writes.
+BATCH_LINGER_SECONDS = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,9 +150,10 @@ class AuditLog:
                 if self._stopping.is_set():
                     return
                 continue
+            deadline = time.monotonic() + BATCH_LINGER_SECONDS
             while len(batch) < self._batch_size:
                 try:
-                    batch.append(self._queue.get_nowait())
+                    batch.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
                 except queue.Empty:
                     break
             for sink in self._sinks:
