@@ -41,6 +41,13 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def empty_list() -> list[Any]:
+    """A fresh ``[]``, as a default factory: pydantic inspects a factory's signature each time it
+    uses it, which for the builtin ``list`` means parsing its text signature (46 us against 4 us
+    for this function; two such fields made a fifth of the time of saving a memory)."""
+    return []
+
+
 class UTCDateTime(sa.TypeDecorator[datetime]):
     """Stores naive UTC with microseconds, hands back aware UTC datetimes.
 

@@ -15,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from memory_bank.store.columns import IdType, SearchTextType, SurrogateKey, UTCDateTime, new_id, utcnow
+from memory_bank.store.columns import IdType, SearchTextType, SurrogateKey, UTCDateTime, empty_list, new_id, utcnow
 
 
 class MemoryRow(SQLModel, table=True):
@@ -39,8 +39,8 @@ class MemoryRow(SQLModel, table=True):
     source: str | None = Field(default=None, max_length=256)
     category: str = Field(default="fact", max_length=32)
     confidence: float = Field(default=0.6, sa_type=sa.Double)
-    tags: list[str] = Field(default_factory=list, sa_type=sa.JSON)
-    contexts: list[dict[str, Any]] = Field(default_factory=list, sa_type=sa.JSON)
+    tags: list[str] = Field(default_factory=empty_list, sa_type=sa.JSON)
+    contexts: list[dict[str, Any]] = Field(default_factory=empty_list, sa_type=sa.JSON)
     #: sha256 hex of the NFC-normalised, stripped content: tells a replayed
     #: Idempotency-Key apart from a reused one.
     content_hash: str = Field(max_length=64)
@@ -70,7 +70,7 @@ class TokenRow(SQLModel, table=True):
     org_id: str = Field(max_length=128)
     user_id: str = Field(max_length=128)
     agent_id: str | None = Field(default=None, max_length=128)
-    permissions: list[str] = Field(default_factory=list, sa_type=sa.JSON)
+    permissions: list[str] = Field(default_factory=empty_list, sa_type=sa.JSON)
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     revoked_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
 
