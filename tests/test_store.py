@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.generated.spec import SPEC
 from memory_bank.store import MemoryFilter, MemoryStore
+from memory_bank.store.columns import new_id
 
 EVERYTHING = MemoryFilter()
 
@@ -194,3 +198,11 @@ def test_feedback_needs_a_visible_memory(store: MemoryStore, make_principal) -> 
     with pytest.raises(ApiError) as excinfo:
         store.add_feedback(eve, row.id, {"feedback": "incorrect"})
     assert code_of(excinfo) is ErrorCode.not_found
+
+
+def test_ids_use_the_whole_alphabet_evenly_and_match_the_spec() -> None:
+    ids = [new_id() for _ in range(6400)]
+    assert len(set(ids)) == len(ids)
+    assert all(re.fullmatch(SPEC["components"]["schemas"]["MemoryId"]["pattern"], i) for i in ids)
+    letters = Counter("".join(ids))  # 6,400 x 21 letters over 64: 2,100 each expected
+    assert len(letters) == 64 and all(1800 < n < 2400 for n in letters.values())

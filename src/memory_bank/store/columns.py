@@ -33,8 +33,11 @@ SearchTextType = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 
 
 def new_id() -> str:
-    """A 21-character URL-safe random id (126 bits), as the spec's ``MemoryId`` pattern wants."""
-    return "".join(secrets.choice(_ID_ALPHABET) for _ in range(ID_LENGTH))
+    """A 21-character URL-safe random id (126 bits), as the spec's ``MemoryId`` pattern wants.
+
+    One read of the OS's randomness, six bits of each byte (the alphabet has 64 letters, so
+    ``byte & 63`` is uniform), rather than ``secrets.choice`` per letter: one read each."""
+    return "".join(_ID_ALPHABET[byte & 63] for byte in secrets.token_bytes(ID_LENGTH))
 
 
 def utcnow() -> datetime:
