@@ -71,6 +71,8 @@ from memory_bank.capabilities.text import phrases, terms
 __all__ = ["API_WEIGHT", "CapabilitySearch", "Match"]
 
 Capability = Mapping[str, Any]
+#: A capability by its position in the index, and its score.
+Ranked = tuple[int, float]
 
 #: Share of the score that comes from the operation's API rather than the operation.
 API_WEIGHT = 0.25
@@ -99,7 +101,6 @@ class CapabilitySearch:
         the embedding signal, fused with ``semantic_weight`` and ``lexical_floor`` (see
         :func:`semantic.fuse`; the defaults are the cross-validated ones)."""
         self._capabilities = list(capabilities)
-        self._position = {id(c): i for i, c in enumerate(self._capabilities)}
         self._fusion = (semantic_weight, lexical_floor)
         self._operations = BM25F([fields(c) for c in self._capabilities], FIELD_WEIGHTS)
         sources: dict[str, int] = {}
@@ -146,37 +147,37 @@ class CapabilitySearch:
             scores = [(1 - FALLBACK_WEIGHT) * own + FALLBACK_WEIGHT * answers for own, answers in zip(scores, self._answers)]
         if self._semantic is not None:
             scores = fuse(scores, self._semantic.scores(query), *self._fusion)
-        matches = self._best(scores, max(limit, request_steps.WINDOW), accept)
+        ranked = self._best(scores, max(limit, request_steps.WINDOW), accept)
         tail = request_steps.last_step(query)
-        return (self._last_step_first(matches, tail) if tail else matches)[:limit]
+        if tail:
+            ranked = self._last_step_first(ranked, tail)
+        return [Match(self._capabilities[doc_id], min(1.0, score)) for doc_id, score in ranked[:limit]]
 
-    def _last_step_first(self, matches: list[Match], tail: str) -> list[Match]:
-        """``matches`` with the best operation for the request's last step ``tail`` moved to
+    def _last_step_first(self, ranked: list[Ranked], tail: str) -> list[Ranked]:
+        """``ranked`` with the best operation for the request's last step ``tail`` moved to
         the front when it is a contender (see :mod:`request_steps`)."""
         words = terms(tail)
         fit = self._operations.scores(words + phrases(words))
         best = max(fit, default=0.0)
-        if not matches or best <= 0:
-            return matches
-        first = matches[0]
-        api = self._source_of[self._position[id(first.capability)]]
-        for position, match in enumerate(matches[1 : request_steps.WINDOW], start=1):
-            doc_id = self._position[id(match.capability)]
-            if fit[doc_id] == best and self._source_of[doc_id] == api and match.score >= request_steps.NEAR * first.score:
-                return [Match(match.capability, first.score), *matches[:position], *matches[position + 1 :]]
-        return matches
+        if not ranked or best <= 0:
+            return ranked
+        first, top = ranked[0]
+        for position, (doc_id, score) in enumerate(ranked[1 : request_steps.WINDOW], start=1):
+            same_api = self._source_of[doc_id] == self._source_of[first]
+            if fit[doc_id] == best and same_api and score >= request_steps.NEAR * top:
+                return [(doc_id, top), *ranked[:position], *ranked[position + 1 :]]
+        return ranked
 
-    def _best(self, scores: Sequence[float], limit: int, accept: Callable[[Capability], bool] | None) -> list[Match]:
-        """The ``limit`` best accepted capabilities by score, ties in catalog order.
+    def _best(self, scores: Sequence[float], limit: int, accept: Callable[[Capability], bool] | None) -> list[Ranked]:
+        """The ``limit`` best accepted capabilities as ``(doc_id, score)``, ties in catalog order.
 
         A heap, not a sort: only the first few entries are ever popped.
         """
         heap = [(-score, doc_id) for doc_id, score in enumerate(scores) if score > 0]
         heapq.heapify(heap)
-        matches: list[Match] = []
-        while heap and len(matches) < limit:
+        ranked: list[Ranked] = []
+        while heap and len(ranked) < limit:
             negative, doc_id = heapq.heappop(heap)
-            capability = self._capabilities[doc_id]
-            if accept is None or accept(capability):
-                matches.append(Match(capability, min(1.0, -negative)))
-        return matches
+            if accept is None or accept(self._capabilities[doc_id]):
+                ranked.append((doc_id, -negative))
+        return ranked
