@@ -8,7 +8,7 @@ embeddings (``embeddings``), lifted by matches of the same origin
 ``postMemoryFeedback`` (``feedback_boost``). A dialect
 module (``search_sqlite``, ``search_mysql``) only supplies what SQL cannot say
 portably: the full-text index DDL, the JSON tag test, and the
-index's "contains any of these terms" test for owners too large to scan. So the
+index's "contains any (or all) of these terms" test for owners too large to scan. So the
 two backends return the same ranking for the same rows.
 
 Score rule of the lexical signal (the same on every backend, so ``min_score``

@@ -24,7 +24,7 @@ from memory_bank.store.search_lexical import lexical
 from memory_bank.store.tables import MemoryRow
 from memory_bank.store.text import query_terms
 
-#: Candidates, per result asked for, that feedback may reorder.
+#: Candidates, per result asked for, that the origin boost and feedback may reorder.
 FEEDBACK_DEPTH = 3
 
 
