@@ -100,7 +100,6 @@ def test_a_full_queue_drops_and_counts_and_the_rest_is_written(engine) -> None:
     assert metrics.registry.get_sample_value("memory_bank_audit_queue_depth") == 0
 
 
-
 def test_events_arriving_one_after_another_share_one_write(engine, monkeypatch) -> None:
     """The writer waits a moment after the first event of a batch, so a burst of requests
     costs one write transaction, not one each (a long wait here, so timing cannot decide)."""
@@ -120,6 +119,7 @@ def test_events_arriving_one_after_another_share_one_write(engine, monkeypatch) 
     assert batches == [3]
     with engine.connect() as connection:
         assert connection.scalars(sa.select(AuditEventRow.request_id)).all() == ["req-0", "req-1", "req-2"]
+
 
 def test_a_failing_sink_drops_the_batch_counts_it_and_keeps_draining(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr("memory_bank.security.audit.SINK_RETRY_SECONDS", 0.01)

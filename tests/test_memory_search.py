@@ -172,6 +172,7 @@ def test_the_index_plan_asks_for_the_best_band_first_and_any_term_only_when_it_i
     hits = store.search(ann, EVERYTHING, "garden spring", 50)  # 500 wanted: then rows of either word
     assert asked == [True, False] and len(hits) == 20 and {r.id for r, _ in hits[:12]} == both
 
+
 def test_only_whole_top_bands_are_scored_and_they_keep_the_ranking(store: MemoryStore, make_principal) -> None:
     found = [(1, (1, " a ")), (2, (2, " a b ")), (1, (3, " b ")), (3, (4, " a b c ")), (2, (5, " a c "))]
     assert sorted(pk for pk, _ in search_lexical._top_bands(found, 2)) == [2, 4, 5]  # band 2 is taken whole
@@ -218,7 +219,6 @@ def test_feedback_moves_a_memory_within_bounds(store: MemoryStore, make_principa
     assert ranked()[0] == newer.id
 
 
-
 def test_memories_of_one_origin_lend_each_other_relevance(store: MemoryStore, make_principal) -> None:
     """Two wordings of one fact score alike; the one whose session also holds a match for the
     query ranks first, though the tie-break (newer first) favours the other."""
@@ -245,6 +245,7 @@ def test_the_origin_boost_is_bounded_and_keeps_order_within_an_origin() -> None:
     assert boosted[2] == pytest.approx(0.5 + context_boost.WEIGHT * 0.9 * 0.5)
     assert 1 > boosted[1] > boosted[2] > 0.5
     assert context_boost.origins([{"snippet": "x"}, {"snippet": "y", "origin": "s1"}, {"snippet": "z", "origin": ""}]) == {"s1"}
+
 
 CONCEPTS = {"dog": 0, "puppy": 0, "violin": 1, "music": 1}
 
