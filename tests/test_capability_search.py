@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from extras import semantic_extra
 
-from memory_bank.capabilities import request_steps
+from memory_bank.capabilities import method_intent, request_steps
 from memory_bank.capabilities.bm25f import BM25F
 from memory_bank.capabilities.question_fallback import asks_question
 from memory_bank.capabilities.search import CapabilitySearch, Match
@@ -294,8 +294,8 @@ def test_packaged_model_loads_offline() -> None:
 
 
 def test_toolalpaca_keeps_its_measured_level() -> None:
-    """Regression guard a little under the measured figures (hit@5 0.990, MRR 0.872); the
-    plain-BM25 floor is 0.89 / 0.75. The eval prints every metric."""
+    """Regression guard a little under the measured figures (hit@5 0.990, final@1 0.787,
+    MRR 0.890); the plain-BM25 floor is 0.89 / 0.60 / 0.75. The eval prints every metric."""
     if not (TOOLALPACA / "queries.jsonl").exists():
         if os.environ.get("CI") == "true":
             pytest.fail(f"eval data missing in CI: {TOOLALPACA}")
@@ -307,7 +307,44 @@ def test_toolalpaca_keeps_its_measured_level() -> None:
     rank, _ = memory_bank_ranker(load_catalog(TOOLALPACA, sorted({q.spec for q in queries})))
     metrics = evaluate(queries, rank, k=5)
     assert metrics["hit@5"] >= 0.97, metrics
-    assert metrics["mrr"] >= 0.86, metrics
+    assert metrics["final@1"] >= 0.77, metrics
+    assert metrics["mrr"] >= 0.87, metrics
+
+
+PROFILE_API = [
+    capability("updateUserProfile", "Update a user's profile", "PUT", "/users/{user_id}/profile", profile="The profile's new details"),
+    capability("getUserProfile", "A user's profile", "GET", "/users/{user_id}/profile"),
+]
+
+
+@pytest.mark.parametrize(
+    ("request_text", "methods"),
+    [
+        ("fetch my user profile to show me my details", {"GET"}),
+        ("find the report and delete it", {"GET", "DELETE"}),
+        ("my user profile", set()),
+    ],
+)
+def test_the_request_s_verbs_are_its_intent(request_text: str, methods: set[str]) -> None:
+    assert method_intent.intent(terms(request_text)) == methods
+
+
+def test_an_operation_performs_its_method_and_the_methods_its_name_says() -> None:
+    assert method_intent.actions(capability("getThing", "Read a thing", "POST", "/rpc")) == {"POST", "GET"}
+    assert method_intent.actions(capability("thing", "A thing", "PUT", "/things")) == {"PUT"}
+
+
+def test_an_operation_the_request_s_verbs_rule_out_loses_to_one_they_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer matches one more word ("details", an argument), and read verbs are in most
+    documents: without the method filter it would rank first."""
+    def ranked(request_text: str) -> list[str]:
+        return [m.capability["name"] for m in CapabilitySearch([*CATALOG, *PROFILE_API]).search(request_text, limit=2)]
+
+    assert ranked("fetch the user profile details") == ["getUserProfile", "updateUserProfile"]
+    assert ranked("change the user profile details") == ["updateUserProfile", "getUserProfile"]
+    assert ranked("user profile details") == ["updateUserProfile", "getUserProfile"]  # no verb: no filter
+    monkeypatch.setattr(method_intent, "MISMATCH_WEIGHT", 0.0)
+    assert ranked("fetch the user profile details") == ["updateUserProfile", "getUserProfile"]
 
 
 ADDRESS_API = [

@@ -20,7 +20,9 @@ Score = ``(1 - API_WEIGHT) * operation + API_WEIGHT * api``, both in [0, 1] (see
 :mod:`bm25f` for what 1 means), so the score is in [0, 1] and a caller may apply a
 fixed ``min_score``. A request phrased as a question then mixes in a small share of
 how well each operation says it answers questions (:mod:`question_fallback`), so a
-question that no operation names reaches a question-answering one. A request that
+question that no operation names reaches a question-answering one. An operation whose
+method the request's verbs rule out ("fetch my profile" vs. ``PUT /updateUserProfile``)
+loses a tenth of its score (:mod:`method_intent`). A request that
 states several steps gets the operation of its last step first when that operation is
 a close contender (:mod:`request_steps`).
 
@@ -54,7 +56,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory_bank.capabilities import request_steps
+from memory_bank.capabilities import method_intent, request_steps
 from memory_bank.capabilities.bm25f import BM25F
 from memory_bank.capabilities.question_fallback import ANSWER_TERMS, FALLBACK_WEIGHT, asks_question
 from memory_bank.capabilities.search_fields import FIELD_WEIGHTS, api_terms, api_texts, fields
@@ -115,6 +117,7 @@ class CapabilitySearch:
                     pooled[source] += terms(text)
         self._apis = BM25F([{"api": words} for words in pooled], {"api": 1.0})
         self._answers = self._operations.scores(ANSWER_TERMS)
+        self._actions = [method_intent.actions(c) for c in self._capabilities]
         texts = [capability_text(c) for c in self._capabilities]
         self._semantic = SemanticIndex(embedder, texts) if embedder and texts else None
 
@@ -145,6 +148,10 @@ class CapabilitySearch:
         ]
         if asks_question(query):
             scores = [(1 - FALLBACK_WEIGHT) * own + FALLBACK_WEIGHT * answers for own, answers in zip(scores, self._answers)]
+        wanted = method_intent.intent(words)
+        if wanted:
+            mismatch = 1 - method_intent.MISMATCH_WEIGHT
+            scores = [own if actions & wanted else mismatch * own for own, actions in zip(scores, self._actions)]
         if self._semantic is not None:
             scores = fuse(scores, self._semantic.scores(query), *self._fusion)
         ranked = self._best(scores, max(limit, request_steps.WINDOW), accept)
