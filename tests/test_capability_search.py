@@ -361,6 +361,10 @@ ADDRESS_API = [
         ("Get the rate. Also, set an alert. Finally, list alerts", "list alerts"),
         ("verify this address", None),
         ("verify this address, then", None),
+        ("Convert 5 EUR. Also, please set an alert if the rate goes above 0.9.", "please set an alert"),
+        ("Get the rate; then, if it drops, set an alert", "set an alert"),
+        ("Check its score? If it is normal, report it as spam", "report it as spam"),
+        ("If it rains, what is the forecast?", None),
     ],
 )
 def test_the_last_step_is_the_text_after_the_last_step_word(request_text: str, tail: str | None) -> None:
@@ -376,6 +380,18 @@ def test_a_request_of_several_steps_gets_its_last_steps_operation_first() -> Non
     ranked = index.search("verify this postal address is valid and then standardize it")
     assert [m.capability["name"] for m in ranked[:2]] == ["standardizeAddress", "verifyAddress"]
     assert [m.score for m in ranked] == sorted((m.score for m in ranked), reverse=True)
+
+
+def test_a_last_step_is_ranked_by_its_action_not_its_condition(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The condition names the rate twice; the action is an alert."""
+    rates = [
+        capability("getRate", "Exchange rate of a currency pair", "GET", "/rates", pair="Currency pair, e.g. EUR/GBP"),
+        capability("createAlert", "Create an alert", "POST", "/alerts", threshold="Price that triggers the alert"),
+    ]
+    request_text = "Show the EUR/GBP rate, then create an alert if the exchange rate of this currency pair goes above 0.9"
+    assert CapabilitySearch(rates).search(request_text)[0].capability["name"] == "createAlert"
+    monkeypatch.setattr(request_steps, "_action", lambda step: step)
+    assert CapabilitySearch(rates).search(request_text)[0].capability["name"] == "getRate"
 
 
 def test_the_last_step_moves_nothing_it_does_not_name_or_that_another_api_answers() -> None:

@@ -25,16 +25,30 @@ Picking, among the first results, the one that fits the last step best even when
 is not that step's best operation overall gained one more request here, by luck, and
 moved "delete the data source; also embed the dashboard" to "delete the dashboard":
 not done.
+
+A step is its action, not its condition: "also, set an alert if the EUR/GBP rate goes
+above 0.9" is about alerts, yet its condition names the rate, which the rate operation
+fits better. So a condition clause (:data:`CONDITION`, before a comma or at the end)
+is cut from the last step, and a later sentence that opens with one ("... check its
+score? If it is normal, report it") starts a step of its own. final@1 0.787 -> 0.797,
+MRR 0.890 -> 0.893, no request worse; Twilio's known-item check unchanged. "when" and
+"once" are left out (the same figures with them): they also ask ("tell me when the
+next one is") and count ("once a week"), where a cut would drop the step's object.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["NEAR", "STEP", "WINDOW", "last_step"]
+__all__ = ["CONDITION", "NEAR", "STEP", "WINDOW", "last_step"]
 
-#: Words that start a further step of a request.
-STEP = re.compile(r"\b(?:also|then|additionally|afterwards|after that|finally)\b", re.IGNORECASE)
+#: Words that start a further step of a request, and a condition opening a later sentence
+#: (up to its comma: the step is what follows).
+STEP = re.compile(
+    r"\b(?:also|then|additionally|afterwards|after that|finally)\b|(?<=[.?!]\s)if\b[^,.?!]*,", re.IGNORECASE
+)
+#: Words that open a condition clause: it says when a step happens, not what it does.
+CONDITION = re.compile(r"\b(?:if|unless|whenever|in case)\b", re.IGNORECASE)
 #: How far down the ranking the last step's operation may be to move to the front.
 WINDOW = 3
 #: Share of the first result's score it must have, at least.
@@ -42,7 +56,17 @@ NEAR = 0.5
 
 
 def last_step(request: str) -> str | None:
-    """The text after the request's last step connective; None for a one-step request."""
+    """The action after the request's last step connective; None for a one-step request."""
     steps = list(STEP.finditer(request))
     tail = request[steps[-1].end() :].lstrip(" ,;:").strip() if steps else ""
-    return tail or None
+    return _action(tail) or None
+
+
+def _action(step: str) -> str:
+    """``step`` without its condition clause: "if the rate drops, set an alert" and "set an
+    alert if the rate drops" are both "set an alert"."""
+    if CONDITION.match(step) and "," in step:
+        step = step.split(",", 1)[1].strip()
+    condition = CONDITION.search(step)
+    before = step[: condition.start()].strip(" ,;:") if condition else ""
+    return before or step
