@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from extras import semantic_extra
 
-from memory_bank.capabilities import method_intent, request_steps
+from memory_bank.capabilities import method_intent, request_literals, request_steps
 from memory_bank.capabilities.bm25f import BM25F
 from memory_bank.capabilities.question_fallback import asks_question
 from memory_bank.capabilities.search import CapabilitySearch, Match
@@ -294,8 +294,8 @@ def test_packaged_model_loads_offline() -> None:
 
 
 def test_toolalpaca_keeps_its_measured_level() -> None:
-    """Regression guard a little under the measured figures (hit@5 0.990, final@1 0.787,
-    MRR 0.890); the plain-BM25 floor is 0.89 / 0.60 / 0.75. The eval prints every metric."""
+    """Regression guard a little under the measured figures (hit@5 0.990, final@1 0.802,
+    MRR 0.895); the plain-BM25 floor is 0.89 / 0.60 / 0.75. The eval prints every metric."""
     if not (TOOLALPACA / "queries.jsonl").exists():
         if os.environ.get("CI") == "true":
             pytest.fail(f"eval data missing in CI: {TOOLALPACA}")
@@ -307,8 +307,8 @@ def test_toolalpaca_keeps_its_measured_level() -> None:
     rank, _ = memory_bank_ranker(load_catalog(TOOLALPACA, sorted({q.spec for q in queries})))
     metrics = evaluate(queries, rank, k=5)
     assert metrics["hit@5"] >= 0.97, metrics
-    assert metrics["final@1"] >= 0.77, metrics
-    assert metrics["mrr"] >= 0.87, metrics
+    assert metrics["final@1"] >= 0.78, metrics
+    assert metrics["mrr"] >= 0.88, metrics
 
 
 PROFILE_API = [
@@ -345,6 +345,32 @@ def test_an_operation_the_request_s_verbs_rule_out_loses_to_one_they_name(monkey
     assert ranked("user profile details") == ["updateUserProfile", "getUserProfile"]  # no verb: no filter
     monkeypatch.setattr(method_intent, "MISMATCH_WEIGHT", 0.0)
     assert ranked("fetch the user profile details") == ["updateUserProfile", "getUserProfile"]
+
+
+def test_quoted_values_are_split_from_the_prose_around_them() -> None:
+    prose, literals = request_literals.split("It's the \"Q2 Updated\" board, 'View' only; \"" + "word " * 11 + "\"")
+    assert literals == ["Q2 Updated", "View"]
+    assert prose == ["It's the ", " board, ", " only; \"" + "word " * 11 + "\""]  # a long quote is prose
+
+
+DASHBOARD_API = [
+    capability("updateDashboard", "Update a dashboard", "PUT", "/dashboards/{id}", label="New label of the dashboard"),
+    capability("managePermissions", "Manage who may view or edit a dashboard", "POST", "/permissions", dashboard="The dashboard", user="User name"),
+]
+
+
+def test_a_quoted_value_states_no_action_and_forms_no_phrase(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "Updated" is part of the dashboard's name: read as prose it is an update verb and
+    "updated dashboard" a phrase of updateDashboard."""
+    request_text = 'Give "new_analyst" view permissions on the "Sales Q2 Updated" dashboard'
+    assert CapabilitySearch(DASHBOARD_API).search(request_text)[0].capability["name"] == "managePermissions"
+    monkeypatch.setattr(request_literals, "split", lambda request: ([request], []))
+    assert CapabilitySearch(DASHBOARD_API).search(request_text)[0].capability["name"] == "updateDashboard"
+
+
+def test_a_quoted_operation_name_still_finds_the_operation() -> None:
+    assert CapabilitySearch(CATALOG).search('run "getMemoryHistory"')[0].capability["name"] == "getMemoryHistory"
+    assert CapabilitySearch(CATALOG).search('"deleteMemory"')[0].capability["name"] == "deleteMemory"
 
 
 ADDRESS_API = [

@@ -22,7 +22,8 @@ fixed ``min_score``. A request phrased as a question then mixes in a small share
 how well each operation says it answers questions (:mod:`question_fallback`), so a
 question that no operation names reaches a question-answering one. An operation whose
 method the request's verbs rule out ("fetch my profile" vs. ``PUT /updateUserProfile``)
-loses a tenth of its score (:mod:`method_intent`). A request that
+loses a tenth of its score (:mod:`method_intent`); quoted values ("the 'Q2 Updated'
+dashboard") count as terms but state no action (:mod:`request_literals`). A request that
 states several steps gets the operation of its last step first when that operation is
 a close contender (:mod:`request_steps`).
 
@@ -56,7 +57,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory_bank.capabilities import method_intent, request_steps
+from memory_bank.capabilities import method_intent, request_literals, request_steps
 from memory_bank.capabilities.bm25f import BM25F
 from memory_bank.capabilities.question_fallback import ANSWER_TERMS, FALLBACK_WEIGHT, asks_question
 from memory_bank.capabilities.search_fields import FIELD_WEIGHTS, api_terms, api_texts, fields
@@ -137,25 +138,28 @@ class CapabilitySearch:
         never gets fewer results just because better ones were filtered out. An empty
         query returns ``[]``: listing by category is the caller's job.
         """
-        words = terms(query)
+        prose, literals = request_literals.split(query)
+        pieces = [terms(text) for text in (*prose, *literals)]  # word pairs stay within a piece
+        words = [word for piece in pieces for word in piece]
         if limit <= 0 or not words:
             return []
-        query_terms = words + phrases(words)
+        query_terms = words + [pair for piece in pieces for pair in phrases(piece)]
         api = self._apis.scores(words)
         scores = [
             (1 - API_WEIGHT) * own + API_WEIGHT * api[source] if own > 0 else 0.0
             for own, source in zip(self._operations.scores(query_terms), self._source_of)
         ]
-        if asks_question(query):
+        statement = " ".join(prose)  # what the request says of the action, its literals left out
+        if asks_question(statement):
             scores = [(1 - FALLBACK_WEIGHT) * own + FALLBACK_WEIGHT * answers for own, answers in zip(scores, self._answers)]
-        wanted = method_intent.intent(words)
+        wanted = method_intent.intent(terms(statement))
         if wanted:
             mismatch = 1 - method_intent.MISMATCH_WEIGHT
             scores = [own if actions & wanted else mismatch * own for own, actions in zip(scores, self._actions)]
         if self._semantic is not None:
             scores = fuse(scores, self._semantic.scores(query), *self._fusion)
         ranked = self._best(scores, max(limit, request_steps.WINDOW), accept)
-        tail = request_steps.last_step(query)
+        tail = request_steps.last_step(statement)
         if tail:
             ranked = self._last_step_first(ranked, tail)
         return [Match(self._capabilities[doc_id], min(1.0, score)) for doc_id, score in ranked[:limit]]
