@@ -330,7 +330,8 @@ def test_the_request_s_verbs_are_its_intent(request_text: str, methods: set[str]
 
 
 def test_an_operation_performs_its_method_and_the_methods_its_name_says() -> None:
-    assert method_intent.actions(capability("getThing", "Read a thing", "POST", "/rpc")) == {"POST", "GET"}
+    assert method_intent.actions(capability("getThing", "Read a thing", "POST", "/rpc")) == {"POST", "GET", "HEAD"}
+    assert method_intent.actions(capability("things", "Things", "GET", "/things")) == {"GET", "HEAD"}
     assert method_intent.actions(capability("thing", "A thing", "PUT", "/things")) == {"PUT"}
 
 

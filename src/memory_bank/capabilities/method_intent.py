@@ -38,10 +38,15 @@ _VERBS: Mapping[str, frozenset[str]] = {method: frozenset(terms(words)) for meth
 
 
 def actions(capability: Mapping[str, Any]) -> frozenset[str]:
-    """The methods an operation performs: its HTTP method, and those whose verbs its name uses."""
+    """The methods an operation performs: its HTTP method, and those whose verbs its name uses.
+
+    A reader also answers HEAD (RFC 9110 section 9.3.2: HEAD is GET without the body), so
+    "check" ("check the population of Tokyo") does not rule out every read but the ones
+    named ``check...``.
+    """
     name = set(terms(str(capability.get("name") or "")))
-    method = str(capability.get("method") or "").upper()
-    return frozenset({method} | {m for m, verbs in _VERBS.items() if verbs & name})
+    performed = {str(capability.get("method") or "").upper()} | {m for m, verbs in _VERBS.items() if verbs & name}
+    return frozenset(performed | {"HEAD"} if "GET" in performed else performed)
 
 
 def intent(request_terms: Iterable[str]) -> frozenset[str]:
