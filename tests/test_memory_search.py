@@ -173,6 +173,33 @@ def test_the_index_plan_asks_for_the_best_band_first_and_any_term_only_when_it_i
     assert asked == [True, False] and len(hits) == 20 and {r.id for r, _ in hits[:12]} == both
 
 
+def test_the_any_term_question_leaves_out_common_terms_first(store: MemoryStore, make_principal, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "note" is in 120 of 132 rows: asking the index for it ranks nearly all of them, and a
+    row holding only it is the weakest match there is."""
+    ann = make_principal()
+    gardens = {store.create(ann, {"content": f"garden {n}"})[0].id for n in range(12)}
+    for n in range(120):
+        store.create(ann, {"content": f"note {n}"})
+    monkeypatch.setattr(search_lexical, "SCAN_ROWS", 0)
+    asked: list[tuple[list[str], bool]] = []
+
+    def recording(index_match):  # type: ignore[no-untyped-def]
+        def ask(backend, session, terms, *, every=False):  # type: ignore[no-untyped-def]
+            asked.append((list(terms), every))
+            return index_match(backend, session, terms, every=every)
+
+        return ask
+
+    for dialect in (SqliteSearch, MysqlSearch):
+        monkeypatch.setattr(dialect, "index_match", recording(dialect.index_match))
+    hits = store.search(ann, EVERYTHING, "garden note", 1)  # 10 wanted: the 12 garden rows suffice
+    assert asked == [(["garden", "note"], True), (["garden"], False)] and hits[0][0].id in gardens
+    asked.clear()
+    hits = store.search(ann, EVERYTHING, "garden note", 20)  # 200 wanted: then any term at all
+    assert asked == [(["garden", "note"], True), (["garden"], False), (["garden", "note"], False)]
+    assert len(hits) == 20 and {r.id for r, _ in hits[:12]} == gardens
+
+
 def test_only_whole_top_bands_are_scored_and_they_keep_the_ranking(store: MemoryStore, make_principal) -> None:
     found = [(1, (1, " a ")), (2, (2, " a b ")), (1, (3, " b ")), (3, (4, " a b c ")), (2, (5, " a c "))]
     assert sorted(pk for pk, _ in search_lexical._top_bands(found, 2)) == [2, 4, 5]  # band 2 is taken whole

@@ -31,6 +31,13 @@ owner, version, filters), at most ``SAMPLE_ROWS + 1`` of them:
   the exact top 10 (every row scanned) on MariaDB against 0.894 before, 0.994
   against 0.999 on SQLite, whose own ranking of any-term rows was closer to ours.
   (Asking for only the rarer terms, with no band order, was as fast but kept 0.67.)
+  When the bands fall short, the "any term" question first leaves out the terms in
+  more than a tenth of the rows (``COMMON``): a row holding only those is the weakest
+  of the one-term band, and asking for them makes the index rank most of the owner's
+  rows (300-400 ms for a five-term query holding a name in 97 % of them). With that
+  step, p95 for the same owner went from 454 to 165 ms on MariaDB (p99 534 -> 325) at
+  top-10 agreement 0.918 -> 0.915; leaving out terms in more than a fifth kept 0.918
+  at p95 207 ms, more than a fiftieth 0.898 at 194 ms.
 
 Every candidate is then scored from its ``search_text`` with BM25 over the searched
 rows' statistics (``bm25``) and the score rule of ``store.search``: other tenants'
@@ -70,6 +77,9 @@ SCAN_ROWS = 20_000
 SAMPLE_ROWS = 20_000
 #: Candidates the index plan scores, at least; beyond it, the index's order picks which.
 CANDIDATES = 500
+#: Share of the sampled rows above which a term is common: the index plan's "any term"
+#: question leaves such terms out first (see ``_from_index``).
+COMMON = 0.1
 
 _text = cast(ColumnElement[str], col(MemoryRow.search_text))
 
@@ -125,9 +135,15 @@ def _from_index(
 ) -> list[Row]:
     """Candidates from the full-text index, best bands first: the rows holding all the
     terms, then all but the commonest (by the sample's counts), and so on, until there
-    are ``bound``; any term at all only when those are too few (see the module docstring)."""
+    are ``bound``; then the rows holding any term but the common ones (in more than
+    ``COMMON`` of the rows), and any term at all only when those are too few (see the
+    module docstring)."""
     rarest_first = sorted(terms, key=lambda t: corpus.frequency[t])
-    asks = [(rarest_first[:size], True) for size in range(len(terms), 1, -1)] + [(list(terms), False)]
+    asks = [(rarest_first[:size], True) for size in range(len(terms), 1, -1)]
+    rarer = [t for t in rarest_first if corpus.frequency[t] <= COMMON * corpus.documents]
+    if 0 < len(rarer) < len(terms):
+        asks.append((rarer, False))
+    asks.append((list(terms), False))
     found: dict[int, str] = {}
     for asked, every in asks:
         match, best_first = backend.index_match(session, asked, every=every)
