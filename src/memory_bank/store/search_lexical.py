@@ -35,9 +35,10 @@ owner, version, filters), at most ``SAMPLE_ROWS + 1`` of them:
   more than a tenth of the rows (``COMMON``): a row holding only those is the weakest
   of the one-term band, and asking for them makes the index rank most of the owner's
   rows (300-400 ms for a five-term query holding a name in 97 % of them). With that
-  step, p95 for the same owner went from 454 to 165 ms on MariaDB (p99 534 -> 325) at
-  top-10 agreement 0.918 -> 0.915; leaving out terms in more than a fifth kept 0.918
-  at p95 207 ms, more than a fiftieth 0.898 at 194 ms.
+  step, the same owner's p95 went from 386-413 to 157-179 ms on MariaDB (two runs of
+  300 queries each; p99 ~500 -> ~340) and from 131-139 to 86-90 ms on SQLite, at
+  top-10 agreement 0.919 -> 0.910 and 0.988 -> 0.985. (On 150 queries, leaving out
+  terms in more than a fifth kept 0.918 at p95 207 ms, more than a fiftieth 0.898 at 194.)
 
 Every candidate is then scored from its ``search_text`` with BM25 over the searched
 rows' statistics (``bm25``) and the score rule of ``store.search``: other tenants'
