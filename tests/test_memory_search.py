@@ -21,6 +21,7 @@ from memory_bank.handlers.transfer import parse_records
 from memory_bank.settings import Settings
 from memory_bank.store import MemoryFilter, MemoryStore, context_boost, indexing, search_lexical
 from memory_bank.store.database import create_schema
+from memory_bank.store.sample_cache import SampleCache
 from memory_bank.store.search_mysql import MysqlSearch
 from memory_bank.store.search_sqlite import SqliteSearch
 from memory_bank.store.text import query_terms, search_text
@@ -198,6 +199,45 @@ def test_the_any_term_question_leaves_out_common_terms_first(store: MemoryStore,
     hits = store.search(ann, EVERYTHING, "garden note", 20)  # 200 wanted: then any term at all
     assert asked == [(["garden", "note"], True), (["garden"], False), (["garden", "note"], False)]
     assert len(hits) == 20 and {r.id for r, _ in hits[:12]} == gardens
+
+
+def test_a_large_owner_s_sample_is_read_once_and_new_memories_are_still_found(
+    store: MemoryStore, engine: Engine, make_principal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ann, bo = make_principal(), make_principal(user="bo")
+    for content in ("gardening in spring", "spring cleaning of the garden shed", "python build cache"):
+        store.create(ann, {"content": content})
+        store.create(bo, {"content": content})
+    monkeypatch.setattr(search_lexical, "SCAN_ROWS", 1)  # 3 rows: too many to scan
+    sample_reads: list[str] = []
+
+    def count(_conn, _cursor, statement: str, *_args) -> None:  # type: ignore[no-untyped-def]
+        if "search_text" in statement and "match" not in statement.lower() and "limit" in statement.lower():
+            sample_reads.append(statement)
+
+    sa.event.listen(engine, "before_cursor_execute", count)
+    try:
+        assert len(store.search(ann, EVERYTHING, "garden", 10)) == 2
+        gnome, _ = store.create(ann, {"content": "a garden gnome"})
+        again = store.search(ann, EVERYTHING, "garden", 10)
+        assert len(sample_reads) == 1  # the second search took the first one's sample
+        assert gnome.id in {row.id for row, _ in again} and len(again) == 3  # candidates still come from the index
+        store.search(bo, EVERYTHING, "garden", 10)
+        assert len(sample_reads) == 2  # another owner, another sample
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", count)
+
+
+def test_samples_expire_and_the_least_recently_used_leaves_first() -> None:
+    now = [0.0]
+    cache = SampleCache(ttl=60, size=2, clock=lambda: now[0])
+    cache.put(("a", ""), [(1, " x ")])
+    cache.put(("b", ""), [(2, " y ")])
+    assert cache.get(("a", "")) == [(1, " x ")]  # "a" is now the most recent
+    cache.put(("c", ""), [(3, " z ")])
+    assert cache.get(("b", "")) is None and len(cache) == 2
+    now[0] = 61
+    assert cache.get(("a", "")) is None and cache.get(("c", "")) is None and len(cache) == 0
 
 
 def test_only_whole_top_bands_are_scored_and_they_keep_the_ranking(store: MemoryStore, make_principal) -> None:

@@ -67,6 +67,7 @@ from sqlalchemy import ColumnElement
 from sqlmodel import Session, col
 
 from memory_bank.store import bm25
+from memory_bank.store.sample_cache import SampleCache
 from memory_bank.store.search import SearchBackend, score
 from memory_bank.store.tables import MemoryRow
 
@@ -160,14 +161,31 @@ def _from_index(
     return list(found.items())
 
 
+def _sample_key(session: Session, statement: sa.ClauseElement) -> tuple[str, str]:
+    """The sample read's SQL and parameters: the same rows are read by the same statement."""
+    compiled = statement.compile(dialect=session.get_bind().dialect)
+    return str(compiled), repr(sorted(compiled.params.items()))
+
+
 def lexical(
-    session: Session, backend: SearchBackend, where: Sequence[ColumnElement[bool]], terms: Sequence[str], bound: int
+    session: Session,
+    backend: SearchBackend,
+    where: Sequence[ColumnElement[bool]],
+    terms: Sequence[str],
+    bound: int,
+    samples: SampleCache,
 ) -> dict[int, float]:
     """pk -> score of the candidates (``terms`` non-empty, distinct, from ``text.query_terms``):
     on a scan, the rows of the best bands, at least ``bound`` of them when that many match;
-    on the index plan, what the index found."""
+    on the index plan, what the index found. ``samples`` keeps the rows read of an owner
+    too large to scan, for the next searches' statistics (``sample_cache``)."""
     statement = sa.select(col(MemoryRow.pk), _text).where(*where).limit(max(SCAN_ROWS, SAMPLE_ROWS) + 1)
-    rows = [(pk, text or "") for pk, text in session.execute(statement)]
+    key = _sample_key(session, statement) if len(samples) else None  # keying costs 0.2 ms: only when it can hit
+    rows = samples.get(key) if key else None
+    if rows is None:
+        rows = [(pk, text or "") for pk, text in session.execute(statement)]
+        if len(rows) > SCAN_ROWS:
+            samples.put(key or _sample_key(session, statement), rows)
     if not rows:
         return {}
     if len(rows) > SCAN_ROWS:  # too many to scan: the sample's statistics stand, the index finds the candidates

@@ -19,6 +19,7 @@ from sqlalchemy import ColumnElement
 from sqlmodel import Session, col
 
 from memory_bank.store import context_boost, embeddings, feedback_boost
+from memory_bank.store.sample_cache import SampleCache
 from memory_bank.store.search import SearchBackend
 from memory_bank.store.search_lexical import lexical
 from memory_bank.store.tables import MemoryRow
@@ -32,13 +33,14 @@ class MemorySearch:
     def __init__(self, backend: SearchBackend, embedder: embeddings.Embedder | None = None) -> None:
         self._backend = backend
         self._embedder = embedder
+        self._samples = SampleCache()
 
     def search(
         self, session: Session, where: Sequence[ColumnElement[bool]], q: str, limit: int, min_score: float
     ) -> list[tuple[MemoryRow, float]]:
         """The best ``limit`` rows for ``q`` with scores in [0, 1]; none when nothing matches."""
         terms = query_terms(q)
-        scores = lexical(session, self._backend, where, terms, 10 * limit) if terms else {}
+        scores = lexical(session, self._backend, where, terms, 10 * limit, self._samples) if terms else {}
         if self._embedder is not None:
             scores = self._fused(session, where, q, scores)
         if not scores:
