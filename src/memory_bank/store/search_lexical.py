@@ -14,7 +14,8 @@ owner, version, filters), at most ``SAMPLE_ROWS + 1`` of them:
   statistics and another for candidates, halved the time per search at 1,000 rows
   (``bench/memory_scale.py``);
 * beyond ``SCAN_ROWS``, the rows read are a sample of the owner's: statistics come from them
-  (df / n and the mean length are ratios, which a sample of 20,000 estimates closely),
+  (df / n and the mean length are ratios, which a sample of 20,000 estimates closely;
+  the sample is kept for a minute, ``sample_cache``, as reading it was half the search),
   and the dialect's full-text index finds the candidates, best bands first
   (``_from_index``): the rows holding every query term, then every term but the
   commonest (by the sample's counts), and so on down to two terms, and the rows
