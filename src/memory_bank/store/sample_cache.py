@@ -22,7 +22,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-__all__ = ["SIZE", "TTL", "SampleCache"]
+__all__ = ["SIZE", "TTL", "Row", "SampleCache"]
 
 #: Seconds a sample is used for.
 TTL = 60.0

@@ -68,7 +68,7 @@ from sqlalchemy import ColumnElement
 from sqlmodel import Session, col
 
 from memory_bank.store import bm25
-from memory_bank.store.sample_cache import SampleCache
+from memory_bank.store.sample_cache import Row, SampleCache
 from memory_bank.store.search import SearchBackend, score
 from memory_bank.store.tables import MemoryRow
 
@@ -86,8 +86,6 @@ COMMON = 0.1
 
 _text = cast(ColumnElement[str], col(MemoryRow.search_text))
 
-
-Row = tuple[int, str]  # pk, search_text
 
 
 def _corpus(rows: Sequence[Row], frequency: dict[str, int]) -> bm25.Corpus:
