@@ -323,6 +323,7 @@ PROFILE_API = [
         ("fetch my user profile to show me my details", {"GET"}),
         ("find the report and delete it", {"GET", "DELETE"}),
         ("my user profile", set()),
+        ("make sure the new rate is sent to me", set()),  # idioms, not actions
     ],
 )
 def test_the_request_s_verbs_are_its_intent(request_text: str, methods: set[str]) -> None:

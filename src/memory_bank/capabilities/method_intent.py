@@ -35,6 +35,12 @@ __all__ = ["MISMATCH_WEIGHT", "actions", "intent"]
 MISMATCH_WEIGHT = 0.1
 
 _VERBS: Mapping[str, frozenset[str]] = {method: frozenset(terms(words)) for method, words in METHOD_VERBS.items()}
+#: Method words that a request uses as often for something other than the action it asks
+#: for: "make sure", "send me the forecast", "a new analyst", "how the rate has changed".
+#: They still say what an operation's name does, but state no intent (same ToolAlpaca
+#: and Twilio figures with or without them: a guard for requests not measured here).
+_NOT_STATED = frozenset(terms("make send new change"))
+_STATED: Mapping[str, frozenset[str]] = {method: verbs - _NOT_STATED for method, verbs in _VERBS.items()}
 
 
 def actions(capability: Mapping[str, Any]) -> frozenset[str]:
@@ -52,4 +58,4 @@ def actions(capability: Mapping[str, Any]) -> frozenset[str]:
 def intent(request_terms: Iterable[str]) -> frozenset[str]:
     """The methods whose verbs the request's terms use (empty: the request names no action)."""
     words = set(request_terms)
-    return frozenset(m for m, verbs in _VERBS.items() if verbs & words)
+    return frozenset(m for m, verbs in _STATED.items() if verbs & words)
