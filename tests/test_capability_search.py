@@ -324,10 +324,13 @@ PROFILE_API = [
         ("find the report and delete it", {"GET", "DELETE"}),
         ("my user profile", set()),
         ("make sure the new rate is sent to me", set()),  # idioms, not actions
+        ("what is the value of preferences.theme?", {"GET", "HEAD"}),  # asks for a fact
+        ("how do I remove a memory?", {"DELETE"}),
+        ("how do I set up an alert?", set()),
     ],
 )
 def test_the_request_s_verbs_are_its_intent(request_text: str, methods: set[str]) -> None:
-    assert method_intent.intent(terms(request_text)) == methods
+    assert method_intent.intent(request_text) == methods
 
 
 def test_an_operation_performs_its_method_and_the_methods_its_name_says() -> None:

@@ -8,7 +8,8 @@ and "show" are in most documents, so their idf, and with it their weight, is nea
 zero: the field cannot tell the two apart.
 
 So the method is also a filter of its own. The request's *intent* is the set of
-methods whose verbs (:data:`search_fields.METHOD_VERBS`) it uses; an operation that
+methods whose verbs (:data:`search_fields.METHOD_VERBS`) it uses, or a read when it
+asks for a fact ("what ...", "when ...") and names no action; an operation that
 performs none of them keeps ``1 - MISMATCH_WEIGHT`` of its score. A request with no
 such verb, or with verbs of several methods ("find the report and delete it"),
 leaves operations of those methods alone. An operation performs its HTTP method and
@@ -23,7 +24,8 @@ weights 0.05 to 0.2. Twilio's known-item check (1,000 requests) 0.468 / 0.720 ->
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Mapping
 from typing import Any
 
 from memory_bank.capabilities.search_fields import METHOD_VERBS
@@ -41,6 +43,11 @@ _VERBS: Mapping[str, frozenset[str]] = {method: frozenset(terms(words)) for meth
 #: and Twilio figures with or without them: a guard for requests not measured here).
 _NOT_STATED = frozenset(terms("make send new change"))
 _STATED: Mapping[str, frozenset[str]] = {method: verbs - _NOT_STATED for method, verbs in _VERBS.items()}
+#: Question words that ask for a fact. Not "how" or "why": "how do I create ..." asks how
+#: to act. Same ToolAlpaca and Twilio figures with the rule; it puts our own "what is the
+#: value of preferences.theme" on ``getMemoryKeypath`` instead of ``putMemoryKeypath``.
+_ASKS_FOR_INFORMATION = re.compile(r"\b(?:what|which|who|whom|whose|where|when)\b", re.IGNORECASE)
+_READ = frozenset({"GET", "HEAD"})
 
 
 def actions(capability: Mapping[str, Any]) -> frozenset[str]:
@@ -55,7 +62,9 @@ def actions(capability: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(performed | {"HEAD"} if "GET" in performed else performed)
 
 
-def intent(request_terms: Iterable[str]) -> frozenset[str]:
-    """The methods whose verbs the request's terms use (empty: the request names no action)."""
-    words = set(request_terms)
-    return frozenset(m for m, verbs in _STATED.items() if verbs & words)
+def intent(request: str) -> frozenset[str]:
+    """The methods whose verbs the request uses; a read for a question that asks for
+    information and names no action ("what is the value of preferences.theme?"); else empty."""
+    words = set(terms(request))
+    stated = frozenset(m for m, verbs in _STATED.items() if verbs & words)
+    return stated or (_READ if _ASKS_FOR_INFORMATION.search(request) else stated)

@@ -140,8 +140,7 @@ class CapabilitySearch:
         query returns ``[]``: listing by category is the caller's job.
         """
         prose, literals = request_literals.split(query)
-        said = [terms(text) for text in prose]
-        pieces = said + [terms(text) for text in literals]  # word pairs stay within a piece
+        pieces = [terms(text) for text in (*prose, *literals)]  # word pairs stay within a piece
         words = [word for piece in pieces for word in piece]
         if limit <= 0 or not words:
             return []
@@ -154,7 +153,7 @@ class CapabilitySearch:
         statement = " ".join(prose)  # what the request says of the action, its literals left out
         if asks_question(statement):
             scores = [(1 - FALLBACK_WEIGHT) * own + FALLBACK_WEIGHT * answers for own, answers in zip(scores, self._answers)]
-        wanted = method_intent.intent(word for piece in said for word in piece)
+        wanted = method_intent.intent(statement)
         if wanted:
             scores = [own * factor for own, factor in zip(scores, self._intent_factors(wanted))]
         if self._semantic is not None:
