@@ -139,6 +139,11 @@ def test_the_fallback_needs_a_question_and_never_beats_real_evidence() -> None:
         ("show all versions of this memory", "getMemoryHistory"),
         ("mark a memory as outdated", "postMemoryFeedback"),
         ("list everything I have saved", "listMemories"),
+        ("remember that the user prefers dark mode", "postMemory"),
+        ("remove that note", "deleteMemory"),
+        ("how did this memory change over time", "getMemoryHistory"),
+        ("the memory you gave me was wrong, downvote it", "postMemoryFeedback"),
+        ("what is the value of preferences.theme?", "getMemoryKeypath"),
     ],
 )
 def test_agents_find_the_memory_operations_in_their_own_words(request_text: str, expected: str) -> None:
