@@ -361,6 +361,7 @@ def test_quoted_values_are_split_from_the_prose_around_them() -> None:
     prose, literals = request_literals.split("It's the \"Q2 Updated\" board, 'View' only; \"" + "word " * 11 + "\"")
     assert literals == ["Q2 Updated", "View"]
     assert prose == ["It's the ", " board, ", " only; \"" + "word " * 11 + "\""]  # a long quote is prose
+    assert request_literals.split("the “Q2” and ‘Q3’ boards")[1] == ["Q2", "Q3"]
 
 
 DASHBOARD_API = [

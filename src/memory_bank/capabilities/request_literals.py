@@ -26,7 +26,7 @@ import re
 __all__ = ["MAX_WORDS", "split"]
 
 #: A span in double, curly or single quotes (a single quote not inside a word: "it's").
-_QUOTED = re.compile(r"\"[^\"\n]+\"|“[^”\n]+”|(?<!\w)'[^'\n]+'(?!\w)")
+_QUOTED = re.compile(r"\"[^\"\n]+\"|“[^”\n]+”|‘[^’\n]+’|(?<!\w)'[^'\n]+'(?!\w)")
 
 #: Quotes of more words than this are quoted prose, not a literal value.
 MAX_WORDS = 10
