@@ -12,7 +12,8 @@ in the statistics waits for the next sample.
 
 Only large owners are kept (a smaller one is scanned whole on every search, which
 must see every row), at most :data:`SIZE` of them, least recently used first out:
-a sample of 20,000 rows is 3-4 MB.
+a sample of 20,000 rows of bench text is 5.8 MB (measured with tracemalloc), so the
+cache holds 50 MB at most.
 """
 
 from __future__ import annotations
