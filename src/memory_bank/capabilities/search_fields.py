@@ -48,16 +48,17 @@ FIELD_WEIGHTS: Mapping[str, float] = {
 MAX_SCHEMA_DEPTH = 4
 _SUBSCHEMA_KEYS = ("items", "additionalProperties", "allOf", "anyOf", "oneOf")
 
-#: What each HTTP method does, in request words (RFC 9110 section 9.3). Not "set" or
-#: "save": people "set up" a dashboard, "set" an alert and "save" a fact (creations) as
-#: often as they set or save over a value, so the words tell no method apart (ToolAlpaca
-#: MRR 0.881 -> 0.885 without "set" as a PUT word; Twilio, which updates with POST,
-#: unchanged). They matter twice, as this field and as the request's intent
-#: (:mod:`method_intent`), where "save" took "save this fact" to ``putMemoryKeypath``.
+#: What each HTTP method does, in request words (RFC 9110 section 9.3). Not "set": people
+#: "set up" a dashboard and "set" an alert (creations) as often as they set a value, so
+#: it tells no method apart (ToolAlpaca MRR 0.881 -> 0.885 without it as a PUT word;
+#: Twilio, which updates with POST, unchanged). "save" is a creation ("save this fact",
+#: "save a note"), not a PUT word: the words matter twice, as this field and as the
+#: request's intent (:mod:`method_intent`), where a PUT "save" took "save this fact" to
+#: ``putMemoryKeypath`` (ToolAlpaca and Twilio the same either way).
 METHOD_VERBS: Mapping[str, str] = {
     "GET": "get retrieve fetch list show find read",
     "HEAD": "check exists",
-    "POST": "create add new submit send make",
+    "POST": "create add new submit send make save",
     "PUT": "update replace",
     "PATCH": "update modify change edit",
     "DELETE": "delete remove cancel",
