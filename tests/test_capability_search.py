@@ -328,7 +328,7 @@ PROFILE_API = [
         ("fetch my user profile to show me my details", {"GET"}),
         ("find the report and delete it", {"GET", "DELETE"}),
         ("my user profile", set()),
-        ("make sure the new rate is sent to me", set()),  # idioms, not actions
+        ("make sure the rate has changed", set()),  # idioms, not actions
         ("what is the value of preferences.theme?", {"GET", "HEAD"}),  # asks for a fact
         ("how do I remove a memory?", {"DELETE"}),
         ("how do I set up an alert?", set()),
