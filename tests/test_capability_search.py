@@ -335,7 +335,7 @@ PROFILE_API = [
     ],
 )
 def test_the_request_s_verbs_are_its_intent(request_text: str, methods: set[str]) -> None:
-    assert method_intent.intent(request_text) == methods
+    assert method_intent.intent(terms(request_text), request_text) == methods
 
 
 def test_an_operation_performs_its_method_and_the_methods_its_name_says() -> None:

@@ -25,7 +25,7 @@ weights 0.05 to 0.2. Twilio's known-item check (1,000 requests) 0.468 / 0.720 ->
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from memory_bank.capabilities.search_fields import METHOD_VERBS
@@ -64,9 +64,10 @@ def actions(capability: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(performed | {"HEAD"} if "GET" in performed else performed)
 
 
-def intent(request: str) -> frozenset[str]:
-    """The methods whose verbs the request uses; a read for a question that asks for
-    information and names no action ("what is the value of preferences.theme?"); else empty."""
-    words = set(terms(request))
+def intent(request_terms: Iterable[str], request: str) -> frozenset[str]:
+    """The methods whose verbs the request uses (its ``request_terms``, which the caller has
+    already); a read for a question that asks for information and names no action ("what
+    is the value of preferences.theme?"); else empty."""
+    words = set(request_terms)
     stated = frozenset(m for m, verbs in _STATED.items() if verbs & words)
     return stated or (_READ if _ASKS_FOR_INFORMATION.search(request) else stated)

@@ -153,7 +153,7 @@ class CapabilitySearch:
         statement = " ".join(prose)  # what the request says of the action, its literals left out
         if asks_question(statement):
             scores = [(1 - FALLBACK_WEIGHT) * own + FALLBACK_WEIGHT * answers for own, answers in zip(scores, self._answers)]
-        wanted = method_intent.intent(statement)
+        wanted = method_intent.intent((word for piece in pieces[: len(prose)] for word in piece), statement)
         if wanted:
             scores = [own * factor for own, factor in zip(scores, self._intent_factors(wanted))]
         if self._semantic is not None:

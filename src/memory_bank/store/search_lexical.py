@@ -87,7 +87,6 @@ COMMON = 0.1
 _text = cast(ColumnElement[str], col(MemoryRow.search_text))
 
 
-
 def _corpus(rows: Sequence[Row], frequency: dict[str, int]) -> bm25.Corpus:
     return bm25.Corpus(len(rows), sum(len(text) for _, text in rows) / len(rows), frequency)
 
