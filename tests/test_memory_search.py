@@ -146,42 +146,8 @@ def test_an_owner_too_large_to_scan_gets_sampled_statistics_and_every_match(
     assert sampled[0][0].id == scanned[0][0].id and all(0 < s < 1 for _, s in sampled)
 
 
-def test_the_index_plan_asks_for_the_best_band_first_and_any_term_only_when_it_is_short(
-    store: MemoryStore, make_principal, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ann = make_principal()
-    both = {store.create(ann, {"content": f"garden in spring, note {n}"})[0].id for n in range(12)}
-    for n in range(5):
-        store.create(ann, {"content": f"garden shed, note {n}"})
-    for n in range(3):
-        store.create(ann, {"content": f"spring rain, note {n}"})
-    monkeypatch.setattr(search_lexical, "SCAN_ROWS", 0)
-    asked: list[bool] = []  # the ``every`` of each question put to the full-text index
-
-    def recording(index_match):  # type: ignore[no-untyped-def]
-        def ask(backend, session, terms, *, every=False):  # type: ignore[no-untyped-def]
-            asked.append(every)
-            return index_match(backend, session, terms, every=every)
-
-        return ask
-
-    for dialect in (SqliteSearch, MysqlSearch):
-        monkeypatch.setattr(dialect, "index_match", recording(dialect.index_match))
-    hits = store.search(ann, EVERYTHING, "garden spring", 1)  # 10 candidates wanted: the 12 rows of both words suffice
-    assert asked == [True] and hits[0][0].id in both
-    asked.clear()
-    hits = store.search(ann, EVERYTHING, "garden spring", 50)  # 500 wanted: then rows of either word
-    assert asked == [True, False] and len(hits) == 20 and {r.id for r, _ in hits[:12]} == both
-
-
-def test_the_any_term_question_leaves_out_common_terms_first(store: MemoryStore, make_principal, monkeypatch: pytest.MonkeyPatch) -> None:
-    """ "note" is in 120 of 132 rows: asking the index for it ranks nearly all of them, and a
-    row holding only it is the weakest match there is."""
-    ann = make_principal()
-    gardens = {store.create(ann, {"content": f"garden {n}"})[0].id for n in range(12)}
-    for n in range(120):
-        store.create(ann, {"content": f"note {n}"})
-    monkeypatch.setattr(search_lexical, "SCAN_ROWS", 0)
+def record_index_questions(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], bool]]:
+    """The questions put to the full-text index from now on, as ``(terms, every)``, on both dialects."""
     asked: list[tuple[list[str], bool]] = []
 
     def recording(index_match):  # type: ignore[no-untyped-def]
@@ -193,6 +159,36 @@ def test_the_any_term_question_leaves_out_common_terms_first(store: MemoryStore,
 
     for dialect in (SqliteSearch, MysqlSearch):
         monkeypatch.setattr(dialect, "index_match", recording(dialect.index_match))
+    return asked
+
+
+def test_the_index_plan_asks_for_the_best_band_first_and_any_term_only_when_it_is_short(
+    store: MemoryStore, make_principal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ann = make_principal()
+    both = {store.create(ann, {"content": f"garden in spring, note {n}"})[0].id for n in range(12)}
+    for n in range(5):
+        store.create(ann, {"content": f"garden shed, note {n}"})
+    for n in range(3):
+        store.create(ann, {"content": f"spring rain, note {n}"})
+    monkeypatch.setattr(search_lexical, "SCAN_ROWS", 0)
+    asked = record_index_questions(monkeypatch)
+    hits = store.search(ann, EVERYTHING, "garden spring", 1)  # 10 candidates wanted: the 12 rows of both words suffice
+    assert [every for _, every in asked] == [True] and hits[0][0].id in both
+    asked.clear()
+    hits = store.search(ann, EVERYTHING, "garden spring", 50)  # 500 wanted: then rows of either word
+    assert [every for _, every in asked] == [True, False] and len(hits) == 20 and {r.id for r, _ in hits[:12]} == both
+
+
+def test_the_any_term_question_leaves_out_common_terms_first(store: MemoryStore, make_principal, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "note" is in 120 of 132 rows: asking the index for it ranks nearly all of them, and a
+    row holding only it is the weakest match there is."""
+    ann = make_principal()
+    gardens = {store.create(ann, {"content": f"garden {n}"})[0].id for n in range(12)}
+    for n in range(120):
+        store.create(ann, {"content": f"note {n}"})
+    monkeypatch.setattr(search_lexical, "SCAN_ROWS", 0)
+    asked = record_index_questions(monkeypatch)
     hits = store.search(ann, EVERYTHING, "garden note", 1)  # 10 wanted: the 12 garden rows suffice
     assert asked == [(["garden", "note"], True), (["garden"], False)] and hits[0][0].id in gardens
     asked.clear()
