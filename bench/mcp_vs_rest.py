@@ -58,7 +58,7 @@ async def measure(base: str, token: str, rounds: int, memories: int) -> dict[str
             ended = time.perf_counter()
             if result.is_error or response.status_code != 200:
                 raise SystemExit(f"a search failed: {result.structured_content} / {response.text}")
-            if len(result.structured_content["result"]) != len(response.json()):
+            if [h["id"] for h in result.structured_content["results"]] != [h["id"] for h in response.json()["results"]]:
                 raise SystemExit("MCP and REST returned different results")
             if n >= WARMUP:
                 mcp_ms.append((between - started) * 1000)

@@ -18,7 +18,7 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
-from codegen.loader import Operation, deref, iter_operations
+from codegen.loader import Operation, deref, iter_operations, operation_parameters
 from codegen.schemas import RefIndex, to_json_schema
 
 __all__ = ["Capability", "build_catalog", "build_catalogs", "tool_name"]
@@ -89,17 +89,6 @@ def _text(value: Any) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-def _parameters(op: Operation, spec: dict[str, Any]) -> list[dict[str, Any]]:
-    """Path-level then operation-level parameters; an operation's wins on (in, name)."""
-    merged: dict[tuple[str, str], dict[str, Any]] = {}
-    for owner in (op.path_item, op.operation):
-        raw = owner.get("parameters")
-        for param in (deref(spec, p) for p in (raw if isinstance(raw, list) else ())):
-            if param and isinstance(param.get("name"), str) and isinstance(param.get("in"), str):
-                merged[(param["in"], param["name"])] = param
-    return list(merged.values())
-
-
 def _param_schema(param: dict[str, Any]) -> dict[str, Any]:
     """The parameter's schema (or its single ``content`` schema) with its description."""
     schema = param.get("schema")
@@ -147,7 +136,7 @@ def _input_schema(op: Operation, spec: dict[str, Any], refs: RefIndex) -> dict[s
     cyclic ``$defs`` from any group land at the root where ``#/$defs/...`` resolves.
     """
     groups: dict[str, dict[str, Any]] = {}
-    for param in _parameters(op, spec):
+    for param in operation_parameters(op, spec):
         where, name = param["in"], param["name"]
         if where not in _GROUPS or (where == "header" and name.lower() in _IGNORED_HEADERS):
             continue

@@ -15,7 +15,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from codegen.loader import Operation, deref, iter_operations
+from jsonschema import Draft202012Validator
+
+from codegen.loader import Operation, deref, iter_operations, operation_parameters
+from codegen.schemas import to_json_schema
 
 __all__ = ["LintIssue", "lint_spec"]
 
@@ -97,7 +100,63 @@ def _check_errors(op: Operation, spec: dict[str, Any]) -> Iterator[tuple[str, st
             yield "error-response-problem-json", f"response {status} must have {PROBLEM_JSON} content"
 
 
-_CHECKS: tuple[Check, ...] = (_check_operation_id, _check_texts, _check_capability, _check_errors)
+def _examples(holder: dict[str, Any], spec: dict[str, Any]) -> list[tuple[str, Any]]:
+    """``(label, value)`` of a parameter's or media type's ``example`` and each of its ``examples``."""
+    found = [("example", holder["example"])] if "example" in holder else []
+    named = holder.get("examples")
+    for name, entry in (named.items() if isinstance(named, dict) else ()):
+        entry = deref(spec, entry) or {}
+        if "value" in entry:
+            found.append((f"examples.{name}", entry["value"]))
+    return found
+
+
+def _misfits(where: str, holder: dict[str, Any], spec: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """Each example of ``holder`` that its own schema refuses, with the first reason."""
+    examples = _examples(holder, spec)
+    if not examples:
+        return
+    schema = holder.get("schema")
+    validator = Draft202012Validator(to_json_schema(schema if isinstance(schema, dict) else {}, spec))
+    for label, value in examples:
+        error = next(iter(sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))), None)
+        if error is not None:
+            pointer = "".join(f"/{part}" for part in error.absolute_path) or "/"
+            yield "example-valid", f"{where} {label} fails its schema at {pointer}: {error.message}"
+
+
+def _contents(holder: Any, spec: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    content = (deref(spec, holder) or {}).get("content")
+    for media_type, media in (content.items() if isinstance(content, dict) else ()):
+        if isinstance(media, dict):
+            yield media_type, media
+
+
+def _check_examples(op: Operation, spec: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """What Swagger UI's "Try it out" pre-fills, and what an agent copies, must be real and valid.
+
+    Without an example Swagger UI invents one from the schema (``"string"``, a random
+    match of a pattern), and running it unchanged stores that. Required parameters and
+    request bodies need one; an optional parameter need not (a pre-filled optional filter
+    would change what running the operation unchanged does). Every example given, on a
+    parameter, a request or a response, must pass its own schema.
+    """
+    for param in operation_parameters(op, spec):
+        where = f"{param['in']} parameter {param['name']!r}"
+        if not _examples(param, spec) and (param["in"] == "path" or param.get("required") is True):
+            yield "example-present", f"{where} needs an example: Swagger UI pre-fills it in Try it out"
+        yield from _misfits(where, param, spec)
+    for media_type, media in _contents(op.operation.get("requestBody"), spec):
+        if not _examples(media, spec):
+            yield "example-present", f"request body {media_type} needs an example: Swagger UI pre-fills it in Try it out"
+        yield from _misfits(f"request body {media_type}", media, spec)
+    responses = op.operation.get("responses")
+    for status, response in (responses.items() if isinstance(responses, dict) else ()):
+        for media_type, media in _contents(response, spec):
+            yield from _misfits(f"response {status} {media_type}", media, spec)
+
+
+_CHECKS: tuple[Check, ...] = (_check_operation_id, _check_texts, _check_capability, _check_errors, _check_examples)
 
 
 def lint_spec(spec: dict[str, Any]) -> list[LintIssue]:

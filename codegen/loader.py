@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import yaml
 from yaml.nodes import MappingNode, ScalarNode
 
-__all__ = ["HTTP_METHODS", "Operation", "SpecError", "deref", "iter_operations", "load_spec", "resolve_ref"]
+__all__ = ["HTTP_METHODS", "Operation", "SpecError", "deref", "iter_operations", "load_spec", "operation_parameters", "resolve_ref"]
 
 _BOOL_TAG = "tag:yaml.org,2002:bool"
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
@@ -153,3 +153,14 @@ def iter_operations(spec: dict[str, Any]) -> Iterator[Operation]:
         for method in HTTP_METHODS:
             if isinstance(item.get(method), dict):
                 yield Operation(path, method, item[method], item)
+
+
+def operation_parameters(op: Operation, spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Path-level then operation-level parameters, refs followed; an operation's wins on (in, name)."""
+    merged: dict[tuple[str, str], dict[str, Any]] = {}
+    for owner in (op.path_item, op.operation):
+        raw = owner.get("parameters")
+        for param in (deref(spec, p) for p in (raw if isinstance(raw, list) else ())):
+            if param and isinstance(param.get("name"), str) and isinstance(param.get("in"), str):
+                merged[(param["in"], param["name"])] = param
+    return list(merged.values())

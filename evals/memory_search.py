@@ -181,7 +181,7 @@ def ask(
         wall.append((time.perf_counter() - started) * 1000)
         cpu.append((time.process_time() - started_cpu) * 1000)
         response.raise_for_status()
-        rows.append(question_metrics(evidence, [hit["memory"]["id"] for hit in response.json()]))
+        rows.append(question_metrics(evidence, [hit["id"] for hit in response.json()["results"]]))
     return rows, wall, cpu, skipped
 
 

@@ -34,9 +34,9 @@ def test_private_memories_are_invisible(request, secret: dict, intruder: str) ->
     other: TestClient = request.getfixturevalue(intruder)
     memory_id = secret["id"]
     assert other.get("/v1/memory").json() == {"items": [], "next_cursor": None}
-    assert other.get("/v1/memory/search", params={"q": "secret zebra"}).json() == []
-    assert other.get("/v1/memory/search").json() == []
-    assert other.get("/v1/memory/search", params={"tags": "zebra"}).json() == []
+    assert other.get("/v1/memory/search", params={"q": "secret zebra"}).json() == {"results": []}
+    assert other.get("/v1/memory/search").json() == {"results": []}
+    assert other.get("/v1/memory/search", params={"tags": "zebra"}).json() == {"results": []}
     assert other.get("/v1/memory/export").text == ""
     assert other.get("/v1/memory/keypaths/user.pin").status_code == 404
     for response in (
@@ -69,7 +69,7 @@ def test_same_words_saved_by_two_users_are_two_memories(ann: TestClient, bob: Te
 def test_org_scope_is_shared_within_the_org_only(ann: TestClient, bob: TestClient, eve: TestClient) -> None:
     shared = ann.post("/v1/memory", json={"content": "office wifi password is hunter2", "scope": "org"}).json()
     assert bob.get(f"/v1/memory/{shared['id']}").status_code == 200
-    assert [h["memory"]["id"] for h in bob.get("/v1/memory/search", params={"q": "wifi"}).json()] == [shared["id"]]
+    assert [h["id"] for h in bob.get("/v1/memory/search", params={"q": "wifi"}).json()["results"]] == [shared["id"]]
     assert eve.get(f"/v1/memory/{shared['id']}").status_code == 404
-    assert eve.get("/v1/memory/search", params={"q": "wifi"}).json() == []
+    assert eve.get("/v1/memory/search", params={"q": "wifi"}).json() == {"results": []}
     assert bob.get("/v1/memory/export").text == ""

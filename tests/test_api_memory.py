@@ -127,7 +127,7 @@ def test_delete_is_soft(ann: TestClient) -> None:
     assert ann.delete(f"/v1/memory/{memory['id']}").status_code == 204
     assert ann.get(f"/v1/memory/{memory['id']}").status_code == 404
     assert ann.delete(f"/v1/memory/{memory['id']}").status_code == 404
-    assert ann.get("/v1/memory/search", params={"q": "forget"}).json() == []
+    assert ann.get("/v1/memory/search", params={"q": "forget"}).json() == {"results": []}
     history = ann.get(f"/v1/memory/{memory['id']}/history").json()
     assert history[0]["deleted_at"] is not None
     assert ann.post("/v1/memory", json={"content": "forget this"}).status_code == 201

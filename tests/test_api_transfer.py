@@ -76,7 +76,7 @@ def test_round_trip_into_another_org(history: list[dict], make_client) -> None:
     assert chains(exported) == chains(history)
     assert {r["user_id"] for r in exported} == {"gus"}
     assert other.get("/v1/memory/keypaths/user.shell").json()["content"] == "fish"
-    assert [h["memory"]["content"] for h in other.get("/v1/memory/search", params={"q": "editor"}).json()] == ["editor is helix"]
+    assert [h["content"] for h in other.get("/v1/memory/search", params={"q": "editor"}).json()["results"]] == ["editor is helix"]
     # The live chain's content key came along: saving the same words again is a replay.
     assert other.post("/v1/memory", json={"content": "editor is vim"}).status_code == 200
     assert other.post("/v1/memory", json={"content": "temporary"}).status_code == 201

@@ -1,7 +1,8 @@
 """The docs pages in a real browser: Debian's headless Chromium, driven by Playwright, against uvicorn.
 
 What a person does: open /docs and see every operation; Authorize with a token, then
-"Try it out" on getMemorySearch and get 200 with results; open /redoc; find the right
+"Try it out" on getMemorySearch and get 200 with results; "Try it out" pre-fills the spec's
+examples (postMemory's body, the keypath and memory_id) instead of "string"; open /redoc; find the right
 operation on /capabilities by asking in plain words. Every page must work air-gapped:
 a request to any other origin is blocked and fails the test, and so does any console
 error (a Content-Security-Policy violation shows up there). Screenshots are saved under
@@ -12,6 +13,7 @@ Skipped with a reason when Chromium or Playwright is missing, except under CI=tr
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -158,16 +160,26 @@ def test_swagger_ui_renders_every_operation_of_the_spec(page: Page) -> None:
     screenshot(page, "docs.png")
 
 
-def test_authorize_then_try_it_out_runs_get_memory_search(page: Page, site: Site) -> None:
-    page.goto("/docs")
+def authorize(page: Page, token: str) -> None:
     page.locator(".auth-wrapper button.authorize").click()
-    page.locator(".modal-ux input").fill(site.token)
+    page.locator(".modal-ux input").fill(token)
     page.locator(".modal-ux button.authorize").click()
     page.locator(".modal-ux button.btn-done").click()
 
-    operation = page.locator("#operations-Memory-getMemorySearch")
+
+def try_it_out(page: Page, tag: str, operation_id: str) -> Locator:
+    """Open an operation and press "Try it out"; the operation's block."""
+    operation = page.locator(f"#operations-{tag}-{operation_id}")
     operation.locator(".opblock-summary").click()
     operation.locator("button.try-out__btn").click()
+    return operation
+
+
+def test_authorize_then_try_it_out_runs_get_memory_search(page: Page, site: Site) -> None:
+    page.goto("/docs")
+    authorize(page, site.token)
+
+    operation = try_it_out(page, "Memory", "getMemorySearch")
     operation.locator('tr[data-param-name="q"] input').fill("daytona sandbox")
     operation.locator("button.execute").click()
 
@@ -179,6 +191,33 @@ def test_authorize_then_try_it_out_runs_get_memory_search(page: Page, site: Site
 
     page.reload()  # persistAuthorization: the token survives a reload
     expect(page.locator(".auth-wrapper button.authorize.locked")).to_be_visible()
+
+
+def test_try_it_out_pre_fills_post_memory_with_the_spec_example_and_running_it_saves_that(page: Page, site: Site) -> None:
+    example = SPEC["paths"]["/v1/memory"]["post"]["requestBody"]["content"]["application/json"]["example"]
+    page.goto("/docs")
+    authorize(page, site.token)
+
+    operation = try_it_out(page, "Memory", "postMemory")
+    body = operation.locator("textarea.body-param__text")
+    expect(body).not_to_be_empty()
+    assert json.loads(body.input_value()) == example
+    operation.locator("button.execute").click()
+
+    live = operation.locator(".live-responses-table")
+    expect(live.locator("tbody .response-col_status")).to_have_text("201")
+    expect(live.locator("tbody .response-col_description")).to_contain_text(example["content"])
+    screenshot(operation, "docs-post-memory-example.png")
+
+
+def test_try_it_out_pre_fills_path_parameters_with_the_spec_examples(page: Page) -> None:
+    page.goto("/docs")
+    for tag, operation_id, name, example in (
+        ("Keypaths", "putMemoryKeypath", "keypath", SPEC["paths"]["/v1/memory/keypaths/{keypath}"]["parameters"][0]["example"]),
+        ("Memory", "getMemory", "memory_id", SPEC["components"]["parameters"]["MemoryId"]["example"]),
+    ):
+        field = try_it_out(page, tag, operation_id).locator(f'tr[data-param-name="{name}"] input')
+        expect(field).to_have_value(example)
 
 
 def test_redoc_renders_the_spec(page: Page) -> None:

@@ -50,6 +50,6 @@ def test_groups_sent_as_json_text_are_decoded_only_when_they_parse() -> None:
 
 def test_wrapped_exactly_where_the_catalog_wrapped() -> None:
     wrapped = {name for name, c in CATALOG.items() if is_wrapped(c["outputSchema"])}
-    assert wrapped == {"getMemorySearch", "getMemoryHistory"}
+    assert wrapped == {"getMemoryHistory"}
     assert not is_wrapped({"type": "object", "properties": {"result": {"type": "object"}}, "required": ["result"]})
     assert not is_wrapped(None)

@@ -307,7 +307,8 @@ def test_memory_spec_shapes(memory_catalog: list[dict[str, Any]]) -> None:
     assert valid(post["inputSchema"], {"body": {"content": "The user prefers vim", "tags": ["editor"]}})
     assert not valid(post["inputSchema"], {"body": {"content": ""}})
     search = by_name["getMemorySearch"]["outputSchema"]
-    assert search["required"] == ["result"] and search["properties"]["result"]["type"] == "array"
+    assert search["required"] == ["results"] and search["properties"]["results"]["type"] == "array"
+    assert "score" in search["properties"]["results"]["items"]["required"]
     assert by_name["getMemory"]["inputSchema"]["required"] == ["path"]
     assert by_name["deleteMemory"]["outputSchema"] is None
     assert by_name["getMemory"]["policy"] == {"category": "Memory", "permission": "memory:read", "expose": True}

@@ -87,6 +87,55 @@ def test_each_rule_names_operation_and_rule(mutate: Any, rule: str) -> None:
     assert str(issues[0]).startswith(f"{operation_id}: {rule}: ")
 
 
+def with_input(operation: dict[str, Any]) -> dict[str, Any]:
+    """``operation`` with a path parameter and a JSON body, both carrying valid examples."""
+    operation["parameters"].append({"name": "id", "in": "path", "required": True, "schema": {"type": "string", "pattern": "^[a-z]+$"}, "example": "abc"})
+    body_schema = {"type": "object", "required": ["content"], "properties": {"content": {"type": "string", "minLength": 1}}}
+    operation["requestBody"] = {"content": {"application/json": {"schema": body_schema, "example": {"content": "a real note"}}}}
+    return operation
+
+
+def test_examples_that_are_present_and_fit_pass() -> None:
+    assert lint_spec(spec_with(("/things/{id}", "post", with_input(clean_operation())))) == []
+
+
+@pytest.mark.parametrize(
+    ("mutate", "rule", "says"),
+    [
+        (lambda op: op["parameters"][1].pop("example"), "example-present", "path parameter 'id' needs an example"),
+        (lambda op: op["requestBody"]["content"]["application/json"].pop("example"), "example-present", "request body application/json"),
+        (lambda op: op["parameters"][1].update(example="ABC"), "example-valid", "path parameter 'id' example fails its schema at /"),
+        (lambda op: op["parameters"][0].update(example=7), "example-valid", "query parameter 'q' example fails its schema"),
+        (
+            lambda op: op["requestBody"]["content"]["application/json"].update(example={"content": ""}),
+            "example-valid",
+            "request body application/json example fails its schema at /content",
+        ),
+        (
+            lambda op: op["requestBody"]["content"]["application/json"].update(examples={"bad": {"value": {}}}),
+            "example-valid",
+            "examples.bad fails its schema at /: 'content' is a required property",
+        ),
+        (
+            lambda op: op["responses"]["200"]["content"]["application/json"].update(example=[1]),
+            "example-valid",
+            "response 200 application/json example fails its schema",
+        ),
+    ],
+)
+def test_a_missing_or_misfitting_example_is_named(mutate: Any, rule: str, says: str) -> None:
+    operation = with_input(clean_operation())
+    mutate(operation)
+    issues = lint_spec(spec_with(("/things/{id}", "post", operation)))
+    assert [i.rule for i in issues] == [rule], issues
+    assert says in issues[0].message, issues[0].message
+
+
+def test_an_optional_parameter_needs_no_example() -> None:
+    """A pre-filled optional filter would change what running the operation unchanged does."""
+    assert "example" not in clean_operation()["parameters"][0] and broken(lambda op: None) == []
+
+
 def test_an_operation_without_input_need_not_declare_422() -> None:
     op = clean_operation()
     op.pop("parameters")

@@ -110,6 +110,7 @@ def test_self_referencing_schema_renders_and_validates(tmp_path: Path) -> None:
     }
     op = spec["paths"]["/v1/memory"]["post"]
     op["requestBody"]["content"]["application/json"]["schema"] = {"$ref": "#/components/schemas/Node"}
+    op["requestBody"]["content"]["application/json"]["example"] = {"name": "root", "children": [{"name": "leaf"}]}
     generated_models, catalog_text = load_generated(tmp_path, yaml.safe_dump(spec, sort_keys=False))
 
     tree = generated_models.Node.model_validate({"name": "a", "children": [{"name": "b", "children": []}]})

@@ -141,8 +141,8 @@ async def test_executes_every_exposed_operation(server: LiveServer) -> None:
         memory = {"memory_id": saved["id"]}
         assert (await run("getMemory", path=memory))["content"] == "The user edits with Helix"
         assert [m["id"] for m in (await run("listMemories", query={"tags": ["editor"]}))["items"]] == [saved["id"]]
-        hits = (await run("getMemorySearch", query={"q": "helix editor", "limit": 5}))["result"]
-        assert hits[0]["memory"]["id"] == saved["id"] and 0 < hits[0]["score"] <= 1
+        hits = (await run("getMemorySearch", query={"q": "helix editor", "limit": 5}))["results"]
+        assert hits[0]["id"] == saved["id"] and 0 < hits[0]["score"] <= 1
         changed = await run("patchMemory", path=memory, body={"content": "The user edits with Helix and Zed"})
         assert changed["version"] == 2
         assert [m["version"] for m in (await run("getMemoryHistory", path={"memory_id": changed["id"]}))["result"]] == [1, 2]
@@ -238,8 +238,8 @@ async def test_two_orgs_are_isolated(server: LiveServer) -> None:
         failed(await bob.call_tool("execute_capability", {"name": "deleteMemory", "path": memory}), "not_found")
         failed(await bob.call_tool("execute_capability", {"name": "patchMemory", "path": memory, "body": {"content": "hijack"}}), "not_found")
         still = ok(await alice.call_tool("execute_capability", {"name": "getMemory", "path": memory}))
-    assert [h["memory"]["id"] for h in mine["result"]] == [saved["id"]]
-    assert theirs["result"] == []
+    assert [h["id"] for h in mine["results"]] == [saved["id"]]
+    assert theirs == {"results": []}
     assert still["content"] == "Org A deploys on Fridays"
 
 

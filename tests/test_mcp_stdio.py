@@ -40,7 +40,7 @@ async def test_stdio_lists_searches_and_executes(stdio_env: dict[str, str]) -> N
         saved = await client.call_tool("execute_capability", {"name": "postMemory", "body": {"content": "stdio remembers"}})
         assert not saved.is_error, saved.structured_content
         hits = await client.call_tool("execute_capability", {"name": "getMemorySearch", "query": {"q": "stdio remembers"}})
-    assert hits.structured_content["result"][0]["memory"]["id"] == saved.structured_content["id"]
+    assert hits.structured_content["results"][0]["id"] == saved.structured_content["id"]
 
 
 @pytest.mark.parametrize(

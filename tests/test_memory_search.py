@@ -383,8 +383,8 @@ def test_semantic_search_end_to_end_with_the_packaged_model(database_url: str) -
             for text in ("We adopted a puppy last spring", "The quarterly budget review is on Friday", "Violin lessons start in March")
         }
         for query, expected in (("dog", "We adopted a puppy last spring"), ("music class", "Violin lessons start in March")):
-            hits = ann.get("/v1/memory/search", params={"q": query}).json()
-            assert hits[0]["memory"]["id"] == saved[expected], (query, hits)
+            hits = ann.get("/v1/memory/search", params={"q": query}).json()["results"]
+            assert hits[0]["id"] == saved[expected], (query, hits)
             assert all(0 < hit["score"] <= 1 for hit in hits), hits
-        assert ann.get("/v1/memory/search", params={"q": "Friday budget review"}).json()[0]["score"] <= 1
+        assert ann.get("/v1/memory/search", params={"q": "Friday budget review"}).json()["results"][0]["score"] <= 1
     app.state.engine.dispose()

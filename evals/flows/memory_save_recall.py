@@ -115,10 +115,10 @@ async def save_and_recall(client: Client) -> None:
 
     query = {"q": "daytona sandbox deploy"}
     recalled = await client.call_tool("execute_capability", {"name": "getMemorySearch", "query": query})
-    hits = (recalled.structured_content or {}).get("result", [])
-    hit = next((h for h in hits if h["memory"]["id"] == memory.get("id")), None)
+    hits = (recalled.structured_content or {}).get("results", [])
+    hit = next((h for h in hits if h["id"] == memory.get("id")), None)
     check(not recalled.is_error and hit is not None, "getMemorySearch recalls it", hits)
-    scored = hit is not None and 0 < hit["score"] <= 1 and hit["memory"]["contexts"] == [CONTEXT]
+    scored = hit is not None and 0 < hit["score"] <= 1 and hit["contexts"] == [CONTEXT]
     check(scored, "with a score and its context", hit)
 
 

@@ -16,9 +16,15 @@ from memory_bank.store.tables import MemoryRow
 M = TypeVar("M", bound=BaseModel)
 
 
-def to_model(model: type[M], row: object) -> M:
-    return model.model_validate({name: getattr(row, name) for name in model.model_fields})
+def to_model(model: type[M], row: object, **beside: object) -> M:
+    """``model`` from the row's attributes; ``beside`` supplies fields the row has no column for."""
+    fields = {name: beside[name] if name in beside else getattr(row, name) for name in model.model_fields}
+    return model.model_validate(fields)
 
 
 def to_memory(row: MemoryRow) -> models.Memory:
     return to_model(models.Memory, row)
+
+
+def to_search_hit(row: MemoryRow, score: float) -> models.SearchHit:
+    return to_model(models.SearchHit, row, score=score)

@@ -14,7 +14,7 @@ from typing import ParamSpec, TypeVar
 from starlette.concurrency import run_in_threadpool
 
 from memory_bank.generated import models
-from memory_bank.handlers.convert import to_memory, to_model
+from memory_bank.handlers.convert import to_memory, to_model, to_search_hit
 from memory_bank.handlers.transfer import export_lines, parse_records
 from memory_bank.runtime import Principal, Reply, TextStream
 from memory_bank.security.agents import AgentResolver
@@ -80,10 +80,10 @@ class MemoryHandlers:
         keypath_prefix: str | None = None,
         include_superseded: bool = False,
         min_score: float = 0,
-    ) -> Reply[list[models.SearchHit]]:
+    ) -> Reply[models.SearchResults]:
         where = _filter(tags, category, project_id, keypath_prefix, include_superseded)
         hits = await _off_loop(self._store.search, principal, where, q, limit, min_score)
-        return Reply([models.SearchHit(score=score, memory=to_memory(row)) for row, score in hits])
+        return Reply(models.SearchResults(results=[to_search_hit(row, score) for row, score in hits]))
 
     async def export_memories(self, principal: Principal) -> Reply[TextStream]:
         async def next_page(after: MemoryRow | None, size: int) -> list[MemoryRow]:
