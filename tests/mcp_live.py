@@ -49,15 +49,15 @@ class LiveServer:
 
 
 @contextmanager
-def live_server(directory: Path, mode: McpToolsMode = McpToolsMode.meta) -> Iterator[LiveServer]:
-    """Serve a fresh app on SQLite in ``directory`` until the block ends."""
+def live_server(directory: Path, mode: McpToolsMode = McpToolsMode.meta, rate_limit_rpm: int = 100_000) -> Iterator[LiveServer]:
+    """Serve a fresh app on SQLite in ``directory`` until the block ends (each org gets ``rate_limit_rpm``)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     settings = Settings(
         database_url=f"sqlite:///{directory / 'memory-bank.db'}",
         public_url=url,
         mcp_tools=mode,
-        rate_limit_rpm=100_000,
+        rate_limit_rpm=rate_limit_rpm,
     )
     app = create_app(settings)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))

@@ -27,7 +27,7 @@ def test_each_failing_field_has_pointer_rule_and_type() -> None:
 
 def test_missing_body_and_unknown_group() -> None:
     assert failures({"bdy": {}}) == [
-        ("/bdy", "additionalProperties", "is not a known argument (got object with 0 fields)"),
+        ("/bdy", "additionalProperties", "is not a known argument (got object with 0 fields); did you mean /body?"),
         ("/body", "required", "is required but missing"),
     ]
 
