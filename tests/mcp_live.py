@@ -13,7 +13,9 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import httpx
 import httpx2
 from backends import free_port
 import uvicorn
@@ -46,6 +48,17 @@ class LiveServer:
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
             async with Client(streamable_http_client(self.mcp_url, http_client=http)) as client:
                 yield client
+
+
+def post_rpc(http: httpx.Client, server: LiveServer, token: str, method: str, params: dict[str, Any] | None = None) -> Any:
+    """One JSON-RPC request to ``/mcp`` as a bare HTTP POST (stateless: no handshake needed); its JSON answer."""
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": method}
+    if params is not None:
+        message["params"] = params
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+    response = http.post(server.mcp_url, json=message, headers=headers)
+    assert response.status_code == 200, response.text
+    return response.json()
 
 
 @contextmanager

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_live import LiveServer, live_server
+from mcp_live import LiveServer, live_server, post_rpc
 
 BUDGET = 4
 REFUSED = -32000
@@ -79,15 +79,9 @@ def fresh_minute(margin: float = 3.0) -> None:
 
 
 def send(http: httpx.Client, server: LiveServer, step: Step, token: str) -> Any:
-    headers = {"Authorization": f"Bearer {token}"}
     if step.method == "REST":
-        return http.get(server.url + "/v1/memory", headers=headers)
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": step.method}
-    if step.params is not None:
-        message["params"] = step.params
-    response = http.post(server.mcp_url, json=message, headers={**headers, "Accept": "application/json, text/event-stream"})
-    assert response.status_code == 200, response.text
-    return response.json()
+        return http.get(server.url + "/v1/memory", headers={"Authorization": f"Bearer {token}"})
+    return post_rpc(http, server, token, step.method, step.params)
 
 
 def problem_of(answer: Any) -> dict[str, Any] | None:
