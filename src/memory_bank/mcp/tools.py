@@ -75,9 +75,10 @@ EXECUTE_TOOL = types.Tool(
         "operation's input schema: `path` (e.g. {\"memory_id\": ...}), `query` (e.g. {\"q\": ...}), "
         "`header` (e.g. {\"Idempotency-Key\": ...}) and `body` (the JSON body). A card's required "
         "arguments say which you need: body.content means {\"body\": {\"content\": ...}}. On success the "
-        "result is the operation's JSON; on failure isError is set and `code` is one of unauthorized, "
-        "permission_denied, not_found, invalid_params (with `errors`: field, rule, message), "
-        "payload_too_large, conflict, rate_limited, backend_unavailable, backend_error."
+        "result is the operation's JSON; on failure isError is set and the text is a JSON problem whose "
+        "`code` is one of unauthorized, permission_denied, not_found, invalid_params (with `errors`: field, "
+        "rule, message), payload_too_large, conflict, rate_limited (with `retry_after_seconds`), "
+        "backend_unavailable, backend_error."
     ),
     input_schema={
         "type": "object",
