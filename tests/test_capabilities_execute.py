@@ -132,3 +132,12 @@ def test_a_misspelt_argument_is_offered_its_neighbour() -> None:
     assert ("/body/tag", "additionalProperties", "is not a known argument (got array of 1 items); did you mean /body/tags?") in failures(
         {"body": {"content": "x", "tag": ["a"]}}
     )
+
+
+def test_hints_follow_references_and_stop_at_cycles() -> None:
+    node = {"type": "object", "additionalProperties": False, "properties": {"label": {"type": "string"}, "child": {"$ref": "#/$defs/Node"}}}
+    schema = {"type": "object", "additionalProperties": False, "properties": {"body": {"$ref": "#/$defs/Node"}}, "$defs": {"Node": node}}
+    [misplaced] = schema_failures(Draft202012Validator(schema), {"label": "x"})
+    assert misplaced.message == "is not a known argument (got string of 1 characters); did you mean /body/label?"
+    [bare] = schema_failures(Draft202012Validator(schema), {"body": {"child": "x"}})
+    assert bare.message == 'must be of type "object", e.g. {"label": "x"}; got string of 1 characters'

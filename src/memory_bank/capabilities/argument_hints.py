@@ -43,7 +43,7 @@ def _resolve(schema: Any, root: Schema) -> Schema:
 
 
 def _places(schema: Any, root: Schema, at: list[str | int], seen: frozenset[int]) -> Iterator[tuple[str, list[str | int]]]:
-    """Every ``(property name, location)`` the schema defines, outermost first.
+    """Every ``(property name, location)`` the schema defines; an object's own names before nested ones.
 
     Array items are located at index 0, as an agent would write the first one.
     ``seen`` guards against cyclic references.

@@ -29,7 +29,7 @@ REFUSED = -32000
 CALL_TOOL = "tools/call"
 
 
-def refused(error: ApiError) -> MCPError:
+def _refused(error: ApiError) -> MCPError:
     """A refusal of a request that has no tool result to carry it, as a JSON-RPC error."""
     return MCPError(code=REFUSED, message=error.detail, data=problem_for_agent(error))
 
@@ -60,5 +60,5 @@ class Metering:
             try:
                 await self._admit(self._caller_of(ctx))
             except ApiError as error:
-                raise refused(error) from None
+                raise _refused(error) from None
         return await call_next(ctx)
