@@ -20,6 +20,10 @@ import sqlalchemy as sa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import MakeToken
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
 from memory_bank.capabilities.execute import Executor
 from memory_bank.store.audit_table import AuditEventRow
 from mcp_live import LiveServer, live_server, post_rpc
@@ -104,3 +108,23 @@ def test_an_unexpected_failure_is_backend_error_and_audited(server: LiveServer, 
         is_error, problem = execute(http, server, server.token(org), "listMemories")
     assert is_error and problem["code"] == "backend_error" and "Traceback" not in json.dumps(problem)
     assert audited(server, org, 1) == [("execute_capability", False, "backend_error")]
+
+
+def test_a_call_to_an_unknown_tool_is_audited_under_its_name_cut_to_mcps_bound(app: FastAPI, make_token: MakeToken) -> None:
+    """On both backends: MariaDB refuses a tool name longer than the audit column, which would drop the batch."""
+    name = "launchRocket" + "x" * 300
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": {}}}
+    headers = {"Authorization": f"Bearer {make_token('org-unknown-tool', 'ann')}", "Accept": "application/json, text/event-stream"}
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        answer = client.post("/mcp", json=message, headers=headers).json()
+        assert "Unknown tool" in answer["error"]["message"]
+        statement = sa.select(AuditEventRow.tool_name, AuditEventRow.success, AuditEventRow.error_code).where(
+            AuditEventRow.org_id == "org-unknown-tool", AuditEventRow.tool_name != "unmatched"
+        )
+        for _ in range(100):
+            with app.state.engine.connect() as connection:
+                rows = [tuple(row) for row in connection.execute(statement)]
+            if rows:
+                break
+            time.sleep(0.05)
+    assert rows == [(name[:128], False, "not_found")]

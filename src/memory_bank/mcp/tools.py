@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 
 SEARCH = "search_capabilities"
 EXECUTE = "execute_capability"
+#: MCP's bound on a tool name; an unknown name, which the caller chose, is audited cut to it.
+MAX_TOOL_NAME = 128
 
 #: An argument group is an object; JSON text of one is accepted too (``decode_groups``)
 #: but not advertised, since single-type schemas are what every client maps cleanly.
@@ -148,30 +150,34 @@ class Toolbox:
         """Run tool ``name`` and audit it (DESIGN §6: one event per tool call, never its arguments).
 
         The REST call it dispatches is audited too, under its operationId; this event also
-        covers calls that fail before dispatch (bad arguments, unknown capability) and
-        calls that fail unexpectedly, which reach the agent as ``backend_error``.
+        covers calls that fail before dispatch (bad arguments, an unknown capability or
+        tool) and calls that fail unexpectedly, which reach the agent as ``backend_error``.
         """
         requested_at, start = datetime.now(UTC), time.perf_counter()
         try:
             outcome = await self._run(name, arguments, caller)
         except UnknownTool:
+            self._record(name, caller, requested_at, start, ErrorCode.not_found)
             raise
         except Exception:
             log.exception("tool %s failed unexpectedly", name)
             outcome = Outcome.failure(ApiError(ErrorCode.backend_error, "unexpected server error"))
+        self._record(name, caller, requested_at, start, outcome.error_code)
+        return outcome
+
+    def _record(self, name: str, caller: Caller, requested_at: datetime, start: float, error_code: str | None) -> None:
         self._audit.record(
             AuditEvent(
                 request_id=caller.request_id,
                 org_id=caller.principal.org_id,
                 agent_id=caller.principal.agent_id,
-                tool_name=name,
+                tool_name=name[:MAX_TOOL_NAME],
                 latency_ms=(time.perf_counter() - start) * 1000,
-                success=not outcome.is_error,
-                error_code=outcome.error_code,
+                success=error_code is None,
+                error_code=error_code,
                 requested_at=requested_at,
             )
         )
-        return outcome
 
     async def _run(self, name: str, arguments: Mapping[str, Any], caller: Caller) -> Outcome:
         """Dispatch the call into REST (which charges it), or charge it and answer here."""
