@@ -141,3 +141,10 @@ def test_hints_follow_references_and_stop_at_cycles() -> None:
     assert misplaced.message == "is not a known argument (got string of 1 characters); did you mean /body/label?"
     [bare] = schema_failures(Draft202012Validator(schema), {"body": {"child": "x"}})
     assert bare.message == 'must be of type "object", e.g. {"label": "x"}; got string of 1 characters'
+
+
+def test_a_wrapper_around_the_groups_is_told_to_drop_it() -> None:
+    assert failures({"arguments": {"body": {"content": "x"}}}) == [
+        ("/arguments", "additionalProperties", "is not a known argument (got object with 1 fields); did you mean /body, without the wrapper?"),
+        ("/body", "required", "is required but missing"),
+    ]

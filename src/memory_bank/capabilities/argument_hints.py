@@ -65,18 +65,23 @@ def _places(schema: Any, root: Schema, at: list[str | int], seen: frozenset[int]
             yield from _places(branch, root, at, seen)
 
 
-def where_it_belongs(root: Schema, name: str, sent_at: list[str | int], known_here: list[str]) -> str:
+def where_it_belongs(root: Schema, name: str, value: Any, sent_at: list[str | int], known_here: list[str]) -> str:
     """``"; did you mean /body/content?"`` for an unknown argument, or ``""`` when nothing fits.
 
-    The same name defined elsewhere in the schema comes first (the wrong-level case); else a
-    close spelling among the arguments known at this level (``tag`` -> ``tags``).
+    The same name defined elsewhere in the schema comes first (the wrong-level case); then
+    a wrapper object around arguments that belong here (``{"arguments": {"body": ...}}``);
+    else a close spelling among the arguments known at this level (``tag`` -> ``tags``).
     """
     wrong = json_pointer([*sent_at, name])
     elsewhere = list(dict.fromkeys(json_pointer(at) for found, at in _places(root, root, [], frozenset()) if found == name))
     places = [place for place in elsewhere if place != wrong][:MAX_PLACES]
-    if not places:
-        places = [json_pointer([*sent_at, match]) for match in difflib.get_close_matches(name, known_here, 1, CLOSE_MATCH)]
-    return f"; did you mean {' or '.join(places)}?" if places else ""
+    if places:
+        return f"; did you mean {' or '.join(places)}?"
+    if isinstance(value, Mapping) and value and set(value) <= set(known_here):
+        unwrapped = ", ".join(json_pointer([*sent_at, member]) for member in value)
+        return f"; did you mean {unwrapped}, without the wrapper?"
+    close = difflib.get_close_matches(name, known_here, 1, CLOSE_MATCH)
+    return f"; did you mean {json_pointer([*sent_at, close[0]])}?" if close else ""
 
 
 def _json_type_of(value: Any) -> str:

@@ -192,7 +192,7 @@ def _field_errors(error: ValidationError, root: Mapping[str, Any]) -> list[Field
             FieldError(
                 json_pointer([*where, name]),
                 rule,
-                f"is not a known argument (got {_json_type(value[name])}){where_it_belongs(root, name, where, known)}",
+                f"is not a known argument (got {_json_type(value[name])}){where_it_belongs(root, name, value[name], where, known)}",
             )
             for name in value
             if name not in known
