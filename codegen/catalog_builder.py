@@ -35,6 +35,9 @@ _SPEC_SUFFIXES = (".json", ".yaml", ".yml")
 #: Headers OpenAPI says are not parameters, and the one our principal comes from.
 _IGNORED_HEADERS = frozenset({"authorization", "accept", "content-type"})
 _GROUPS = ("path", "query", "header")
+#: What a header value can carry as text: printable ASCII and spaces (RFC 9110 field-content
+#: without tabs and the obsolete 8-bit range, which clients encode inconsistently).
+HEADER_VALUE_PATTERN = "^[ -~]*$"
 _READ_METHODS = frozenset({"get", "head"})
 _IDEMPOTENT_METHODS = frozenset({"get", "head", "put", "delete"})
 #: The permission area of operations that do not declare ``x-capability.permission``.
@@ -103,6 +106,18 @@ def _param_schema(param: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+def _header_value_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A header parameter's schema, also requiring a string to be sendable as a header value.
+
+    A tool call's ``header`` group becomes real request headers, so a value no header can
+    carry must fail the advertised schema (naming the argument) rather than the request.
+    ``pattern`` constrains strings only; a pattern the spec already has is kept beside it.
+    """
+    if "pattern" not in schema:
+        return {**schema, "pattern": HEADER_VALUE_PATTERN}
+    return {**schema, "allOf": [*schema.get("allOf", ()), {"pattern": HEADER_VALUE_PATTERN}]}
+
+
 def _is_json(media_type: str) -> bool:
     base = media_type.split(";", 1)[0].strip().lower()
     return base in ("application/json", "text/json") or base.endswith("+json")
@@ -141,7 +156,8 @@ def _input_schema(op: Operation, spec: dict[str, Any], refs: RefIndex) -> dict[s
         if where not in _GROUPS or (where == "header" and name.lower() in _IGNORED_HEADERS):
             continue
         group = groups.setdefault(where, {"type": "object", "additionalProperties": False, "properties": {}, "required": []})
-        group["properties"][name] = _param_schema(param)
+        schema = _param_schema(param)
+        group["properties"][name] = _header_value_schema(schema) if where == "header" else schema
         if where == "path" or param.get("required") is True:
             group["required"].append(name)
     properties = {where: groups[where] for where in _GROUPS if where in groups}

@@ -13,7 +13,9 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import httpx
 import httpx2
 from backends import free_port
 import uvicorn
@@ -48,16 +50,27 @@ class LiveServer:
                 yield client
 
 
+def post_rpc(http: httpx.Client, server: LiveServer, token: str, method: str, params: dict[str, Any] | None = None) -> Any:
+    """One JSON-RPC request to ``/mcp`` as a bare HTTP POST (stateless: no handshake needed); its JSON answer."""
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": method}
+    if params is not None:
+        message["params"] = params
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+    response = http.post(server.mcp_url, json=message, headers=headers)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
 @contextmanager
-def live_server(directory: Path, mode: McpToolsMode = McpToolsMode.meta) -> Iterator[LiveServer]:
-    """Serve a fresh app on SQLite in ``directory`` until the block ends."""
+def live_server(directory: Path, mode: McpToolsMode = McpToolsMode.meta, rate_limit_rpm: int = 100_000) -> Iterator[LiveServer]:
+    """Serve a fresh app on SQLite in ``directory`` until the block ends (each org gets ``rate_limit_rpm``)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     settings = Settings(
         database_url=f"sqlite:///{directory / 'memory-bank.db'}",
         public_url=url,
         mcp_tools=mode,
-        rate_limit_rpm=100_000,
+        rate_limit_rpm=rate_limit_rpm,
     )
     app = create_app(settings)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))

@@ -1,12 +1,18 @@
-"""The checks execute_capability makes before dispatching: pointers, rules, types, wrapping, JSON text."""
+"""The checks execute_capability makes before dispatching: pointers, rules, types, hints, wrapping, JSON text."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from functools import reduce
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from memory_bank.capabilities.execute import decode_groups, is_wrapped, schema_failures
 from memory_bank.generated.catalog import CAPABILITIES
-from memory_bank.problems import validation_error
+from memory_bank.problems import json_pointer, validation_error
 
 CATALOG = {c["name"]: c for c in CAPABILITIES}
 POST = CATALOG["postMemory"]["inputSchema"]
@@ -27,7 +33,7 @@ def test_each_failing_field_has_pointer_rule_and_type() -> None:
 
 def test_missing_body_and_unknown_group() -> None:
     assert failures({"bdy": {}}) == [
-        ("/bdy", "additionalProperties", "is not a known argument (got object with 0 fields)"),
+        ("/bdy", "additionalProperties", "is not a known argument (got object with 0 fields); did you mean /body?"),
         ("/body", "required", "is required but missing"),
     ]
 
@@ -53,3 +59,92 @@ def test_wrapped_exactly_where_the_catalog_wrapped() -> None:
     assert wrapped == {"getMemoryHistory"}
     assert not is_wrapped({"type": "object", "properties": {"result": {"type": "object"}}, "required": ["result"]})
     assert not is_wrapped(None)
+
+
+# -- where a misplaced argument belongs (read off each operation's own input schema) --------
+
+
+def defined_places(schema: dict, at: tuple = ()) -> Iterator[tuple[str, tuple]]:
+    """Every (property name, location) an input schema defines; array items at index 0."""
+    for name, member in (schema.get("properties") or {}).items():
+        yield name, (*at, name)
+        yield from defined_places(member, (*at, name))
+    if isinstance(schema.get("items"), dict):
+        yield from defined_places(schema["items"], (*at, 0))
+
+
+def objects_in(schema: dict, at: tuple = ()) -> Iterator[tuple]:
+    """The locations of every object (with properties) an argument could be sent into."""
+    if schema.get("properties"):
+        yield at
+        for name, member in schema["properties"].items():
+            yield from objects_in(member, (*at, name))
+
+
+def nest(at: tuple, value: object) -> object:
+    for part in reversed(at):
+        value = {part: value}
+    return value
+
+
+PLACES = [(name, leaf, where) for name, c in CATALOG.items() for leaf, where in defined_places(c["inputSchema"])]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(PLACES), st.data())
+def test_an_argument_sent_at_the_wrong_level_is_told_where_it_belongs(place: tuple, data: st.DataObject) -> None:
+    operation, name, where = place
+    schema = CATALOG[operation]["inputSchema"]
+    holders = [at for at in objects_in(schema) if at != where[:-1]]
+    wrong = data.draw(st.sampled_from(holders))
+    defined_here = name in reduce(lambda node, part: node["properties"][part], wrong, schema)["properties"]
+    assume(not defined_here)
+    found = {f.field: f for f in schema_failures(Draft202012Validator(schema), nest((*wrong, name), "x"))}
+    failure = found[json_pointer([*wrong, name])]
+    assert failure.rule == "additionalProperties"
+    assert json_pointer(where) in failure.message.partition("did you mean ")[2], failure.message
+
+
+GROUPS = [(name, group) for name, c in CATALOG.items() for group, g in c["inputSchema"]["properties"].items() if g.get("properties")]
+
+
+@given(st.sampled_from(GROUPS), st.text(min_size=1, max_size=60).filter(lambda t: not t.strip().startswith(("{", "[", '"'))))
+def test_a_bare_value_where_a_group_goes_is_shown_the_group_it_belongs_in(target: tuple[str, str], text: str) -> None:
+    operation, group = target
+    schema = CATALOG[operation]["inputSchema"]
+    arguments = decode_groups({group: text}, schema)
+    found = {f.field: f for f in schema_failures(Draft202012Validator(schema), arguments)}
+    members = schema["properties"][group]
+    expected = (members.get("required") or list(members["properties"]))[0]
+    message = found[f"/{group}"].message
+    assert message.startswith('must be of type "object", e.g. {') and json.dumps(expected) in message, message
+
+
+def test_the_two_misplacements_agents_make_most() -> None:
+    flat = failures({"content": "The user edits with Helix"})
+    assert ("/content", "additionalProperties", "is not a known argument (got string of 25 characters); did you mean /body/content?") in flat
+    search = CATALOG["getMemorySearch"]["inputSchema"]
+    [bare] = schema_failures(Draft202012Validator(search), {"query": "helix editor"})
+    assert (bare.field, bare.message) == ("/query", 'must be of type "object", e.g. {"q": "helix editor"}; got string of 12 characters')
+
+
+def test_a_misspelt_argument_is_offered_its_neighbour() -> None:
+    assert ("/body/tag", "additionalProperties", "is not a known argument (got array of 1 items); did you mean /body/tags?") in failures(
+        {"body": {"content": "x", "tag": ["a"]}}
+    )
+
+
+def test_hints_follow_references_and_stop_at_cycles() -> None:
+    node = {"type": "object", "additionalProperties": False, "properties": {"label": {"type": "string"}, "child": {"$ref": "#/$defs/Node"}}}
+    schema = {"type": "object", "additionalProperties": False, "properties": {"body": {"$ref": "#/$defs/Node"}}, "$defs": {"Node": node}}
+    [misplaced] = schema_failures(Draft202012Validator(schema), {"label": "x"})
+    assert misplaced.message == "is not a known argument (got string of 1 characters); did you mean /body/label?"
+    [bare] = schema_failures(Draft202012Validator(schema), {"body": {"child": "x"}})
+    assert bare.message == 'must be of type "object", e.g. {"label": "x"}; got string of 1 characters'
+
+
+def test_a_wrapper_around_the_groups_is_told_to_drop_it() -> None:
+    assert failures({"arguments": {"body": {"content": "x"}}}) == [
+        ("/arguments", "additionalProperties", "is not a known argument (got object with 1 fields); did you mean /body, without the wrapper?"),
+        ("/body", "required", "is required but missing"),
+    ]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from codegen.catalog_builder import build_catalog, build_catalogs
+from codegen.catalog_builder import HEADER_VALUE_PATTERN, build_catalog, build_catalogs
 from codegen.loader import HTTP_METHODS, load_spec
 from codegen.schemas import to_json_schema
 
@@ -249,7 +249,7 @@ def test_input_groups_merge_path_level_parameters_and_skip_auth_headers() -> Non
     schema = build_catalog(spec, default_expose=True)[0]["inputSchema"]
     assert list(schema["properties"]) == ["path", "query", "header", "body"]
     assert schema["properties"]["path"]["properties"] == {"id": {"type": "integer"}}  # operation level wins
-    assert schema["properties"]["header"]["properties"] == {"If-Match": {"type": "string"}}
+    assert schema["properties"]["header"]["properties"] == {"If-Match": {"type": "string", "pattern": HEADER_VALUE_PATTERN}}
     assert schema["properties"]["body"] == {"type": "string"}
     assert schema["required"] == ["path", "header"]  # the body is optional, the query has nothing required
     assert all(schema["properties"][g]["additionalProperties"] is False for g in ("path", "query", "header"))

@@ -46,11 +46,11 @@ def ok(result: CallToolResult) -> Any:
 
 
 def failed(result: CallToolResult, code: str) -> dict[str, Any]:
-    assert result.is_error
-    problem = result.structured_content
-    assert problem["code"] == code, problem
+    """The problem of a failed call: text only, so no client checks it against an outputSchema."""
+    assert result.is_error and result.structured_content is None
     assert "Traceback" not in result.content[0].text
-    assert json.loads(result.content[0].text) == problem
+    problem: dict[str, Any] = json.loads(result.content[0].text)
+    assert problem["code"] == code, problem
     return problem
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from memory_bank.settings import McpToolsMode
 from mcp_live import LiveServer, live_server
 
 BIN = Path(__file__).resolve().parents[1] / ".ci" / "node" / "node_modules" / ".bin"
@@ -36,12 +37,19 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         yield live
 
 
-def inspect(inspector: list[str], server: LiveServer, *args: str) -> dict:
+@pytest.fixture(scope="module")
+def direct_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with live_server(tmp_path_factory.mktemp("inspector-direct"), McpToolsMode.direct) as live:
+        yield live
+
+
+def inspect(inspector: list[str], server: LiveServer, *args: str, tool_failed: bool = False) -> dict:
+    """The Inspector's JSON output; it exits 5 (``tool_is_error``) after printing a failed tool's result."""
     token = server.token()
     command = [*inspector, server.mcp_url, "--transport", "http", "--header", f"Authorization: Bearer {token}", *args]
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == (5 if tool_failed else 0), done.stderr
     return json.loads(done.stdout)
 
 
@@ -58,3 +66,13 @@ def test_inspector_executes_a_capability(inspector: list[str], server: LiveServe
     )
     assert called.get("isError") is not True, called
     assert called["structuredContent"]["content"] == "Saved by the MCP Inspector"
+
+
+def test_inspector_shows_a_direct_tool_failure_instead_of_rejecting_it(inspector: list[str], direct_server: LiveServer) -> None:
+    missing = json.dumps({"memory_id": "A" * 21})
+    called = inspect(
+        inspector, direct_server, "--method", "tools/call", "--tool-name", "getMemory", "--tool-arg", f"path={missing}",
+        tool_failed=True,
+    )
+    assert called["isError"] is True and "structuredContent" not in called, called
+    assert json.loads(called["content"][0]["text"])["code"] == "not_found"

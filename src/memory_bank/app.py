@@ -80,7 +80,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_docs(app)
     install_problem_handlers(app)
     # MCP calls are dispatched back into this same app, so they meet the REST path.
-    toolbox = Toolbox(registry, Executor(registry, app), settings.mcp_tools, operations.audit)
+    toolbox = Toolbox(registry, Executor(registry, app), settings.mcp_tools, operations.audit, operations.limiter)
     app.state.mcp_toolbox = toolbox
     mcp_http = McpHttp(toolbox, tokens, settings.public_url)
     mcp_http.install(app)

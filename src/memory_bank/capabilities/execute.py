@@ -25,13 +25,24 @@ import httpx
 from jsonschema import Draft202012Validator, ValidationError
 from starlette.types import ASGIApp
 
+from memory_bank.capabilities.argument_hints import object_example, where_it_belongs
 from memory_bank.capabilities.registry import CapabilityRegistry
 from memory_bank.errors import ApiError, ErrorCode, FieldError
 from memory_bank.generated.spec import SPEC
 from memory_bank.problems import STATUS_CODES, json_pointer, validation_error
 from memory_bank.runtime import Principal
 
-__all__ = ["Caller", "Executor", "Outcome", "decode_groups", "is_wrapped", "schema_failures"]
+__all__ = [
+    "Call",
+    "Caller",
+    "Executor",
+    "Outcome",
+    "Refusal",
+    "decode_groups",
+    "is_wrapped",
+    "problem_for_agent",
+    "schema_failures",
+]
 
 Capability = Mapping[str, Any]
 
@@ -81,22 +92,68 @@ class Caller:
 class Outcome:
     """A tool call's result, independent of the MCP transport that renders it.
 
-    ``structured`` is the JSON object (the operation's result, or on failure the
-    problem document with its ``code``); ``text`` is the copy for clients that read
-    only text content.
+    On success ``structured`` is the operation's JSON object and ``text`` its copy for
+    clients that read only text. A failure carries its problem document as ``text``
+    alone: a tool's ``outputSchema`` describes its result, not a problem, and clients
+    that check structured content against it (the TypeScript SDK, the Inspector)
+    reject a result whose structured content does not match, so the agent would
+    never see why its call failed. ``error_code`` is the problem's ``code``.
     """
 
     structured: dict[str, Any] | None
     text: str
-    is_error: bool = False
+    error_code: str | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.error_code is not None
 
     @classmethod
     def failure(cls, error: ApiError) -> Outcome:
-        return cls.of_problem(error.problem())
+        return cls.of_problem(problem_for_agent(error))
 
     @classmethod
     def of_problem(cls, problem: dict[str, Any]) -> Outcome:
-        return cls(problem, json.dumps(problem, ensure_ascii=False), is_error=True)
+        return cls(None, json.dumps(problem, ensure_ascii=False), error_code=str(problem.get("code")))
+
+
+def with_retry_hint(problem: dict[str, Any], retry_after: str | None) -> dict[str, Any]:
+    """The problem with ``retry_after_seconds`` when a ``Retry-After`` (in seconds) came with it.
+
+    An MCP result has no headers, so the wait a REST client reads from the header
+    (a spent budget, a limiter that is down) travels in the problem itself.
+    """
+    if retry_after is None or not retry_after.isdigit():
+        return problem
+    return {**problem, "retry_after_seconds": int(retry_after)}
+
+
+def problem_for_agent(error: ApiError) -> dict[str, Any]:
+    """``error`` as an MCP client receives it: its problem document, with its retry hint."""
+    return with_retry_hint(error.problem(), error.headers.get("Retry-After"))
+
+
+@dataclass(frozen=True)
+class Call:
+    """A tool call whose arguments passed its checks: the in-process REST request it becomes."""
+
+    method: str
+    path: str
+    arguments: Mapping[str, Any]
+    output_schema: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A tool call answered before any REST route sees it.
+
+    ``metered``: the call counts against the org's budget as an admitted request
+    (bad arguments, an unknown name), except when refused for permission, which
+    REST does not charge either.
+    """
+
+    error: ApiError
+    metered: bool = True
 
 
 def _json_type(value: Any) -> str:
@@ -116,11 +173,13 @@ def _json_type(value: Any) -> str:
     return f"object with {len(value)} fields"
 
 
-def _field_errors(error: ValidationError) -> list[FieldError]:
-    """One jsonschema error as pointers to the arguments at fault.
+def _field_errors(error: ValidationError, root: Mapping[str, Any]) -> list[FieldError]:
+    """One jsonschema error as pointers to the arguments at fault, with the fix where the schema shows it.
 
     ``required`` and ``additionalProperties`` fail on the parent object; they are
-    reported at the missing or unexpected member, as REST reports them.
+    reported at the missing or unexpected member, as REST reports them. An unknown
+    member says where that name belongs; a bare value where an object goes says what
+    the object holds (``argument_hints``).
     """
     where, rule, value = list(error.absolute_path), str(error.validator), error.instance
     if rule == "required" and isinstance(value, dict) and isinstance(error.validator_value, list):
@@ -128,14 +187,20 @@ def _field_errors(error: ValidationError) -> list[FieldError]:
         return [FieldError(json_pointer([*where, name]), rule, "is required but missing") for name in missing]
     schema = error.schema if isinstance(error.schema, Mapping) else {}
     if rule == "additionalProperties" and isinstance(value, dict) and "patternProperties" not in schema:
-        known = schema.get("properties") or {}
+        known = list(schema.get("properties") or {})
         return [
-            FieldError(json_pointer([*where, name]), rule, f"is not a known argument (got {_json_type(value[name])})")
+            FieldError(
+                json_pointer([*where, name]),
+                rule,
+                f"is not a known argument (got {_json_type(value[name])}){where_it_belongs(root, name, value[name], where, known)}",
+            )
             for name in value
             if name not in known
         ]
     phrase = _PHRASES.get(rule, "fails " + rule).format(json.dumps(error.validator_value))
-    return [FieldError(json_pointer(where), rule, f"{phrase}; got {_json_type(value)}")]
+    example = object_example(schema, root, value) if rule == "type" and error.validator_value == "object" else ""
+    hint = f", e.g. {example}" if example else ""
+    return [FieldError(json_pointer(where), rule, f"{phrase}{hint}; got {_json_type(value)}")]
 
 
 def _pointer_order(failure: FieldError) -> list[tuple[int, int | str]]:
@@ -146,8 +211,9 @@ def _pointer_order(failure: FieldError) -> list[tuple[int, int | str]]:
 def schema_failures(validator: Draft202012Validator, instance: Any) -> list[FieldError]:
     """Every way ``instance`` breaks the schema, ordered by pointer, each reported once."""
     found: dict[tuple[str, str], FieldError] = {}
+    root = validator.schema if isinstance(validator.schema, Mapping) else {}
     for error in validator.iter_errors(instance):
-        for failure in _field_errors(error):
+        for failure in _field_errors(error, root):
             found.setdefault((failure.field, failure.rule), failure)
     return sorted(found.values(), key=_pointer_order)
 
@@ -214,23 +280,33 @@ class Executor:
         self._client = httpx.AsyncClient(transport=transport, base_url=INTERNAL_BASE_URL)
         self._search_route = _route_of("searchCapabilities")
 
-    async def execute(self, name: str, arguments: Mapping[str, Any], caller: Caller) -> Outcome:
-        """Validate ``arguments`` against capability ``name`` and run it as ``caller``."""
+    def prepare(self, name: str, arguments: Mapping[str, Any], caller: Caller) -> Call | Refusal:
+        """Capability ``name`` with these arguments as a REST request, or why it cannot be one.
+
+        Arguments that pass go to REST, which checks the permission itself. Arguments
+        that fail are refused here, but in REST's order: a token that may not call the
+        operation at all hears that first, as it would over REST.
+        """
         capability = self._registry.get(name)
         if capability is None:
-            return Outcome.failure(
-                ApiError(ErrorCode.not_found, f"no capability is named {name!r}; search_capabilities lists them")
-            )
+            return Refusal(ApiError(ErrorCode.not_found, f"no capability is named {name!r}; search_capabilities lists them"))
         decoded = decode_groups(arguments, capability["inputSchema"])
         failures = schema_failures(self._validators[name], decoded)
-        if failures:
-            return Outcome.failure(validation_error(failures))
-        route = (capability["method"], capability["path"])
-        return await self._dispatch(route, decoded, capability.get("outputSchema"), caller)
+        if not failures:
+            return Call(capability["method"], capability["path"], decoded, capability.get("outputSchema"))
+        permission = capability["policy"]["permission"]
+        if not caller.principal.allows(permission):
+            return Refusal(ApiError(ErrorCode.permission_denied, f"this token lacks the {permission} permission"), metered=False)
+        return Refusal(validation_error(failures))
 
-    async def search(self, query: Mapping[str, Any], caller: Caller) -> Outcome:
-        """``GET /v1/capabilities`` with these query parameters: the REST search, as ``caller``."""
-        return await self._dispatch(self._search_route, {"query": query}, None, caller)
+    def search(self, query: Mapping[str, Any]) -> Call:
+        """``GET /v1/capabilities`` with these query parameters: the REST search."""
+        method, path = self._search_route
+        return Call(method, path, {"query": query})
+
+    async def run(self, call: Call, caller: Caller) -> Outcome:
+        """Send ``call`` into the app as ``caller``; the REST route authenticates, charges and audits it."""
+        return await self._dispatch((call.method, call.path), call.arguments, call.output_schema, caller)
 
     async def _dispatch(
         self,
@@ -266,7 +342,7 @@ def _outcome(response: httpx.Response, output_schema: Mapping[str, Any] | None) 
     body = response.json() if is_json and response.content else None
     if response.is_error:
         if isinstance(body, dict) and body.get("code") in ErrorCode.__members__:
-            return Outcome.of_problem(body)
+            return Outcome.of_problem(with_retry_hint(body, response.headers.get("retry-after")))
         fallback = STATUS_CODES.get(response.status_code, ErrorCode.backend_error)
         return Outcome.failure(ApiError(fallback, f"the operation failed with HTTP {response.status_code}"))
     if not is_json:

@@ -315,7 +315,9 @@ CAPABILITIES: tuple[dict[str, Any], ...] = ({'name': 'listMemories',
                                                                                               'different '
                                                                                               'content '
                                                                                               'is '
-                                                                                              '409.'}},
+                                                                                              '409.',
+                                                                               'pattern': '^[ '
+                                                                                          '-~]*$'}},
                                             'required': []},
                                  'body': {'type': 'object',
                                           'additionalProperties': False,

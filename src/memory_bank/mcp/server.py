@@ -19,6 +19,7 @@ from mcp.shared.exceptions import MCPError
 from memory_bank import __version__
 from memory_bank.capabilities.execute import Caller, Outcome
 from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.mcp.metering import Metering
 from memory_bank.mcp.tools import Toolbox, UnknownTool
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,7 @@ def build_server(toolbox: Toolbox, caller_of: CallerOf) -> Server[Any]:
             is_error=outcome.is_error,
         )
 
-    return Server(
+    server = Server(
         "memory-bank",
         version=__version__,
         title="Memory Bank",
@@ -59,3 +60,5 @@ def build_server(toolbox: Toolbox, caller_of: CallerOf) -> Server[Any]:
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.middleware.append(Metering(toolbox.admit, caller_of))
+    return server

@@ -6,10 +6,17 @@ its context holds two schemas instead of one per operation. ``direct`` lists eve
 exposed operation as its own tool (for clients that cannot chain tools); ``both``
 lists all. Every call, however listed, ends in ``Executor``: the same in-process
 REST call.
+
+Every call is charged once to the org's budget: one that reaches a REST route is
+charged there (after its permission check); one answered before that (bad
+arguments, an unknown name) is charged here, as is every other MCP request
+(``metering``). Every call is audited, whatever it ends in.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -18,14 +25,20 @@ from typing import Any
 import mcp_types as types
 from jsonschema import Draft202012Validator
 
-from memory_bank.capabilities.execute import Caller, Executor, Outcome, decode_groups, schema_failures
+from memory_bank.capabilities.execute import Call, Caller, Executor, Outcome, Refusal, decode_groups, schema_failures
 from memory_bank.capabilities.registry import CapabilityRegistry
+from memory_bank.errors import ApiError, ErrorCode
 from memory_bank.problems import validation_error
 from memory_bank.security.audit import AuditEvent, AuditLog
+from memory_bank.security.rate_limit import RateLimiter
 from memory_bank.settings import McpToolsMode
+
+log = logging.getLogger(__name__)
 
 SEARCH = "search_capabilities"
 EXECUTE = "execute_capability"
+#: MCP's bound on a tool name; an unknown name, which the caller chose, is audited cut to it.
+MAX_TOOL_NAME = 128
 
 #: An argument group is an object; JSON text of one is accepted too (``decode_groups``)
 #: but not advertised, since single-type schemas are what every client maps cleanly.
@@ -64,9 +77,10 @@ EXECUTE_TOOL = types.Tool(
         "operation's input schema: `path` (e.g. {\"memory_id\": ...}), `query` (e.g. {\"q\": ...}), "
         "`header` (e.g. {\"Idempotency-Key\": ...}) and `body` (the JSON body). A card's required "
         "arguments say which you need: body.content means {\"body\": {\"content\": ...}}. On success the "
-        "result is the operation's JSON; on failure isError is set and `code` is one of unauthorized, "
-        "permission_denied, not_found, invalid_params (with `errors`: field, rule, message), "
-        "payload_too_large, conflict, rate_limited, backend_unavailable, backend_error."
+        "result is the operation's JSON; on failure isError is set and the text is a JSON problem whose "
+        "`code` is one of unauthorized, permission_denied, not_found, invalid_params (with `errors`: field, "
+        "rule, message), payload_too_large, conflict, rate_limited (with `retry_after_seconds`), "
+        "backend_unavailable, backend_error."
     ),
     input_schema={
         "type": "object",
@@ -109,10 +123,13 @@ class UnknownTool(LookupError):
 class Toolbox:
     """The listed tools for a mode, and the dispatch of a call by tool name."""
 
-    def __init__(self, registry: CapabilityRegistry, executor: Executor, mode: McpToolsMode, audit: AuditLog) -> None:
+    def __init__(
+        self, registry: CapabilityRegistry, executor: Executor, mode: McpToolsMode, audit: AuditLog, limiter: RateLimiter
+    ) -> None:
         self._registry = registry
         self._executor = executor
         self._audit = audit
+        self._limiter = limiter
         self._meta = mode in (McpToolsMode.meta, McpToolsMode.both)
         self._direct = mode in (McpToolsMode.direct, McpToolsMode.both)
         self._meta_schemas = {tool.name: tool.input_schema for tool in (SEARCH_TOOL, EXECUTE_TOOL)}
@@ -125,44 +142,81 @@ class Toolbox:
             tools += [_direct_tool(c) for c in self._registry.allowed(caller.principal.allows)]
         return tools
 
+    async def admit(self, caller: Caller) -> None:
+        """Charge one request of ``caller`` to its org; ``ApiError`` (``rate_limited``...) refuses it."""
+        await self._limiter.admit(caller.principal.org_id)
+
     async def call(self, name: str, arguments: Mapping[str, Any], caller: Caller) -> Outcome:
         """Run tool ``name`` and audit it (DESIGN §6: one event per tool call, never its arguments).
 
         The REST call it dispatches is audited too, under its operationId; this event also
-        covers calls that fail before dispatch (bad arguments, unknown capability).
+        covers calls that fail before dispatch (bad arguments, an unknown capability or
+        tool) and calls that fail unexpectedly, which reach the agent as ``backend_error``.
         """
         requested_at, start = datetime.now(UTC), time.perf_counter()
-        outcome = await self._run(name, arguments, caller)
-        code = (outcome.structured or {}).get("code") if outcome.is_error else None
+        try:
+            outcome = await self._run(name, arguments, caller)
+        except UnknownTool:
+            self._record(name, caller, requested_at, start, ErrorCode.not_found)
+            raise
+        except Exception:
+            log.exception("tool %s failed unexpectedly", name)
+            outcome = Outcome.failure(ApiError(ErrorCode.backend_error, "unexpected server error"))
+        self._record(name, caller, requested_at, start, outcome.error_code)
+        return outcome
+
+    def _record(self, name: str, caller: Caller, requested_at: datetime, start: float, error_code: str | None) -> None:
         self._audit.record(
             AuditEvent(
                 request_id=caller.request_id,
                 org_id=caller.principal.org_id,
                 agent_id=caller.principal.agent_id,
-                tool_name=name,
+                tool_name=name[:MAX_TOOL_NAME],
                 latency_ms=(time.perf_counter() - start) * 1000,
-                success=not outcome.is_error,
-                error_code=code,
+                success=error_code is None,
+                error_code=error_code,
                 requested_at=requested_at,
             )
         )
-        return outcome
 
     async def _run(self, name: str, arguments: Mapping[str, Any], caller: Caller) -> Outcome:
-        """Run tool ``name``; a meta-tool's own arguments are checked like an operation's."""
+        """Dispatch the call into REST (which charges it), or charge it and answer here."""
+        try:
+            step = self._prepare(name, arguments, caller)
+        except UnknownTool:
+            # Refused whatever the budget says; what matters is that it spends the budget.
+            with contextlib.suppress(ApiError):
+                await self.admit(caller)
+            raise
+        if isinstance(step, Call):
+            return await self._executor.run(step, caller)
+        if step.metered:
+            try:
+                await self.admit(caller)
+            except ApiError as refused:
+                return Outcome.failure(refused)
+        return Outcome.failure(step.error)
+
+    def _prepare(self, name: str, arguments: Mapping[str, Any], caller: Caller) -> Call | Refusal:
+        """The REST request tool ``name`` becomes; a meta-tool's own arguments are checked like an operation's.
+
+        ``execute_capability`` checks only ``name`` itself: the rest is checked against
+        the named operation's schema, which is stricter than the generic groups and
+        knows where a misplaced argument belongs.
+        """
         if self._meta and name in self._validators:
             arguments = decode_groups(arguments, self._meta_schemas[name])
             failures = schema_failures(self._validators[name], arguments)
-            if failures:
-                return Outcome.failure(validation_error(failures))
             if name == SEARCH:
-                return await self._search(arguments, caller)
+                return Refusal(validation_error(failures)) if failures else self._search(arguments)
+            if any(f.field == "/name" for f in failures):
+                return Refusal(validation_error(failures))
             rest = {group: value for group, value in arguments.items() if group != "name"}
-            return await self._executor.execute(arguments["name"], rest, caller)
+            return self._executor.prepare(arguments["name"], rest, caller)
         if self._direct and self._registry.get(name) is not None:
-            return await self._executor.execute(name, arguments, caller)
+            return self._executor.prepare(name, arguments, caller)
         raise UnknownTool(name)
 
-    async def _search(self, arguments: Mapping[str, Any], caller: Caller) -> Outcome:
+    def _search(self, arguments: Mapping[str, Any]) -> Call:
         query = {"q": arguments["query"], **{k: v for k, v in arguments.items() if k != "query"}}
-        return await self._executor.search(query, caller)
+        return self._executor.search(query)

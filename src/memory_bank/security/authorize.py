@@ -45,9 +45,9 @@ def make_authorize(tokens: TokenStore, limiter: RateLimiter) -> Authorize:
         async def _admit(request: Request) -> Principal:
             principal = await authenticate(request)
             request.state.principal = principal
-            await limiter.admit(principal.org_id)
             if not principal.allows(permission):
                 raise ApiError(ErrorCode.permission_denied, f"this token lacks the {permission} permission")
+            await limiter.admit(principal.org_id)
             return principal
 
         return _admit

@@ -1,0 +1,118 @@
+"""Hints that turn a schema failure into the fix: where an argument belongs, what a group holds.
+
+Agents often send an argument at the wrong level (``content`` next to ``name`` instead
+of inside ``body``) or a bare value where a group object is expected (``"query": "helix"``).
+The failure alone says what is wrong; these hints, read off the same input schema the
+call is checked against, say what would be right, for any operation.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from memory_bank.problems import json_pointer
+
+Schema = Mapping[str, Any]
+
+#: How deep the search for an argument's place goes; input schemas nest a few levels.
+MAX_DEPTH = 6
+#: A misspelt name is offered its neighbour only when this close (difflib's ratio).
+CLOSE_MATCH = 0.8
+#: Places named in one hint at most.
+MAX_PLACES = 3
+#: A value quoted back in an example is cut to this many characters.
+MAX_QUOTED = 40
+
+_COMBINATORS = ("allOf", "anyOf", "oneOf")
+
+
+def _resolve(schema: Any, root: Schema) -> Schema:
+    """``schema`` with a local ``#/...`` reference followed (one step); anything else as is."""
+    if not isinstance(schema, Mapping):
+        return {}
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(target, Mapping) else None
+        return target if isinstance(target, Mapping) else {}
+    return schema
+
+
+def _places(schema: Any, root: Schema, at: list[str | int], seen: frozenset[int]) -> Iterator[tuple[str, list[str | int]]]:
+    """Every ``(property name, location)`` the schema defines; an object's own names before nested ones.
+
+    Array items are located at index 0, as an agent would write the first one.
+    ``seen`` guards against cyclic references.
+    """
+    node = _resolve(schema, root)
+    if id(node) in seen or len(at) > MAX_DEPTH:
+        return
+    seen = seen | {id(node)}
+    properties = node.get("properties")
+    if isinstance(properties, Mapping):
+        for name, member in properties.items():
+            yield name, [*at, name]
+        for name, member in properties.items():
+            yield from _places(member, root, [*at, name], seen)
+    if "items" in node:
+        yield from _places(node["items"], root, [*at, 0], seen)
+    for keyword in _COMBINATORS:
+        for branch in node.get(keyword) or ():
+            yield from _places(branch, root, at, seen)
+
+
+def where_it_belongs(root: Schema, name: str, value: Any, sent_at: list[str | int], known_here: list[str]) -> str:
+    """``"; did you mean /body/content?"`` for an unknown argument, or ``""`` when nothing fits.
+
+    The same name defined elsewhere in the schema comes first (the wrong-level case); then
+    a wrapper object around arguments that belong here (``{"arguments": {"body": ...}}``);
+    else a close spelling among the arguments known at this level (``tag`` -> ``tags``).
+    """
+    wrong = json_pointer([*sent_at, name])
+    elsewhere = list(dict.fromkeys(json_pointer(at) for found, at in _places(root, root, [], frozenset()) if found == name))
+    places = [place for place in elsewhere if place != wrong][:MAX_PLACES]
+    if places:
+        return f"; did you mean {' or '.join(places)}?"
+    if isinstance(value, Mapping) and value and set(value) <= set(known_here):
+        unwrapped = ", ".join(json_pointer([*sent_at, member]) for member in value)
+        return f"; did you mean {unwrapped}, without the wrapper?"
+    close = difflib.get_close_matches(name, known_here, 1, CLOSE_MATCH)
+    return f"; did you mean {json_pointer([*sent_at, close[0]])}?" if close else ""
+
+
+def _json_type_of(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    return {str: "string", float: "number"}.get(type(value), "")
+
+
+def _accepts(schema: Schema, value: Any) -> bool:
+    """Whether a scalar ``value`` has a type ``schema`` names (an integer is a number too)."""
+    kind = _json_type_of(value)
+    declared = schema.get("type")
+    types = declared if isinstance(declared, list) else [declared]
+    return bool(kind) and (kind in types or (kind == "integer" and "number" in types))
+
+
+def object_example(schema: Schema, root: Schema, sent: Any) -> str:
+    """``{"q": "helix"}``: what an object-typed argument looks like, for a value sent bare.
+
+    Names the object's required members, else its first one; a scalar that the single
+    named member would accept is quoted back in it, so the example is the fix itself.
+    Empty when the schema names no members.
+    """
+    properties = _resolve(schema, root).get("properties")
+    if not isinstance(properties, Mapping) or not properties:
+        return ""
+    required = [name for name in _resolve(schema, root).get("required") or () if name in properties]
+    members = required or [next(iter(properties))]
+    if len(members) == 1 and _accepts(_resolve(properties[members[0]], root), sent):
+        quoted = json.dumps(sent[:MAX_QUOTED] if isinstance(sent, str) else sent, ensure_ascii=False)
+        return "{" + f"{json.dumps(members[0])}: {quoted}" + "}"
+    return "{" + ", ".join(f"{json.dumps(name)}: ..." for name in members) + "}"

@@ -1,0 +1,64 @@
+"""Charge every MCP request to the org's budget, once.
+
+A ``tools/call`` is charged where it ends (``Toolbox``): by the REST route it is
+dispatched into, after that route's permission check, or by the toolbox when it is
+answered before dispatch. Every other request (``initialize``, ``tools/list``,
+``ping``, an unknown method, and a ``tools/call`` too malformed to reach the
+toolbox) does no REST call, so it is charged here, before it runs. Notifications
+are not charged: they get no answer and change nothing, so there is nothing to
+refuse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from memory_bank.capabilities.execute import Caller, problem_for_agent
+from memory_bank.errors import ApiError
+
+#: JSON-RPC's implementation-defined server error: the request was refused, not broken.
+#: ``data`` is the problem document (``code``, ``retry_after_seconds``...).
+REFUSED = -32000
+
+CALL_TOOL = "tools/call"
+
+
+def _refused(error: ApiError) -> MCPError:
+    """A refusal of a request that has no tool result to carry it, as a JSON-RPC error."""
+    return MCPError(code=REFUSED, message=error.detail, data=problem_for_agent(error))
+
+
+def _reaches_toolbox(params: Any) -> bool:
+    """Whether a ``tools/call`` passes the SDK's own checks and so ends in the toolbox."""
+    try:
+        types.CallToolRequestParams.model_validate({} if params is None else params, by_name=False)
+    except ValidationError:
+        return False
+    return True
+
+
+class Metering:
+    """Server middleware: admit each request that no other layer will charge."""
+
+    def __init__(
+        self,
+        admit: Callable[[Caller], Awaitable[None]],
+        caller_of: Callable[[ServerRequestContext[Any, Any]], Caller],
+    ) -> None:
+        self._admit = admit
+        self._caller_of = caller_of
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        charged_later = ctx.method == CALL_TOOL and _reaches_toolbox(ctx.params)
+        if ctx.request_id is not None and not charged_later:
+            try:
+                await self._admit(self._caller_of(ctx))
+            except ApiError as error:
+                raise _refused(error) from None
+        return await call_next(ctx)

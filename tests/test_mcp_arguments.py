@@ -1,0 +1,130 @@
+"""Arguments an agent gets wrong, over MCP against a real server: what it is told, and that it is audited.
+
+A misplaced argument is told where it belongs; a header value no HTTP header can
+carry fails the advertised schema at its pointer (it used to crash the in-process
+request into an unaudited ``backend_error``); and a call that fails unexpectedly
+still reaches the agent as ``backend_error`` with its audit event.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import MakeToken
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from memory_bank.capabilities.execute import Executor
+from memory_bank.store.audit_table import AuditEventRow
+from mcp_live import LiveServer, live_server, post_rpc
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with live_server(tmp_path_factory.mktemp("mcp-arguments")) as live:
+        yield live
+
+
+def execute(http: httpx.Client, server: LiveServer, token: str, name: str, **groups: Any) -> tuple[bool, dict[str, Any]]:
+    """``(is_error, body)`` of one execute_capability call; a failure's body is its problem."""
+    answer = post_rpc(http, server, token, "tools/call", {"name": "execute_capability", "arguments": {"name": name, **groups}})
+    result = answer["result"]
+    if result.get("isError"):
+        assert "structuredContent" not in result
+        problem: dict[str, Any] = json.loads(result["content"][0]["text"])
+        return True, problem
+    return False, result.get("structuredContent") or {}
+
+
+def audited(server: LiveServer, org: str, count: int) -> list[tuple[str, bool, str | None]]:
+    """The org's MCP tool-call audit events, once ``count`` of them are written (the writer is a thread)."""
+    statement = sa.select(AuditEventRow).where(AuditEventRow.org_id == org).order_by(AuditEventRow.pk)
+    rows: list[tuple[str, bool, str | None]] = []
+    for _ in range(100):
+        with server.app.state.engine.connect() as connection:
+            rows = [(r.tool_name, r.success, r.error_code) for r in connection.execute(statement)]
+        rows = [row for row in rows if row[0] == "execute_capability"]
+        if len(rows) >= count:
+            break
+        time.sleep(0.05)
+    return rows
+
+
+def test_flat_content_and_a_bare_query_are_told_the_fix(server: LiveServer) -> None:
+    with httpx.Client(timeout=30) as http:
+        token = server.token()
+        _, flat = execute(http, server, token, "postMemory", content="The user edits with Helix")
+        _, bare = execute(http, server, token, "getMemorySearch", query="helix editor")
+    assert flat["code"] == "invalid_params"
+    assert {e["field"]: e["message"] for e in flat["errors"]}["/content"].endswith("did you mean /body/content?")
+    assert [e["message"] for e in bare["errors"]] == ['must be of type "object", e.g. {"q": "helix editor"}; got string of 12 characters']
+
+
+HEADER_TEXT = st.text(st.characters(codec="utf-8"), min_size=1, max_size=40)
+
+
+@settings(max_examples=40, deadline=None)
+@given(HEADER_TEXT)
+def test_any_idempotency_key_is_saved_or_refused_at_its_pointer(server: LiveServer, key: str) -> None:
+    sendable = all(" " <= char <= "~" for char in key)
+    with httpx.Client(timeout=30) as http:
+        is_error, body = execute(
+            http, server, server.token(), "postMemory", header={"Idempotency-Key": key}, body={"content": f"keyed {uuid.uuid4()}"}
+        )
+    if sendable:
+        assert not is_error and body["content"].startswith("keyed "), body
+    else:
+        assert is_error and body["code"] == "invalid_params", body
+        assert [(e["field"], e["rule"]) for e in body["errors"]] == [("/header/Idempotency-Key", "pattern")]
+
+
+def test_a_header_no_http_header_can_carry_is_invalid_params_and_audited(server: LiveServer) -> None:
+    org = f"org-{uuid.uuid4().hex[:8]}"
+    with httpx.Client(timeout=30) as http:
+        is_error, problem = execute(
+            http, server, server.token(org), "postMemory", header={"Idempotency-Key": "ключ-日本"}, body={"content": "x"}
+        )
+    assert is_error and problem["code"] == "invalid_params"
+    assert audited(server, org, 1) == [("execute_capability", False, "invalid_params")]
+
+
+def test_an_unexpected_failure_is_backend_error_and_audited(server: LiveServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def broken(self: Executor, *args: Any) -> None:
+        raise RuntimeError("the in-process request could not be built")
+
+    monkeypatch.setattr(Executor, "run", broken)
+    org = f"org-{uuid.uuid4().hex[:8]}"
+    with httpx.Client(timeout=30) as http:
+        is_error, problem = execute(http, server, server.token(org), "listMemories")
+    assert is_error and problem["code"] == "backend_error" and "Traceback" not in json.dumps(problem)
+    assert audited(server, org, 1) == [("execute_capability", False, "backend_error")]
+
+
+def test_a_call_to_an_unknown_tool_is_audited_under_its_name_cut_to_mcps_bound(app: FastAPI, make_token: MakeToken) -> None:
+    """On both backends: MariaDB refuses a tool name longer than the audit column, which would drop the batch."""
+    name = "launchRocket" + "x" * 300
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": {}}}
+    headers = {"Authorization": f"Bearer {make_token('org-unknown-tool', 'ann')}", "Accept": "application/json, text/event-stream"}
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        answer = client.post("/mcp", json=message, headers=headers).json()
+        assert "Unknown tool" in answer["error"]["message"]
+        statement = sa.select(AuditEventRow.tool_name, AuditEventRow.success, AuditEventRow.error_code).where(
+            AuditEventRow.org_id == "org-unknown-tool", AuditEventRow.tool_name != "unmatched"
+        )
+        for _ in range(100):
+            with app.state.engine.connect() as connection:
+                rows = [tuple(row) for row in connection.execute(statement)]
+            if rows:
+                break
+            time.sleep(0.05)
+    assert rows == [(name[:128], False, "not_found")]

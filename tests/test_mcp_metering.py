@@ -1,0 +1,141 @@
+"""Every MCP request spends the org's budget exactly once, whatever path it takes.
+
+A call that reaches a REST route is charged there, after its permission check; every
+other request (the handshake, ``tools/list``, a call refused before dispatch, an
+unknown method) is charged by the MCP layer. Checked as a property: for any sequence
+of requests from one org, the requests that count are admitted up to the budget and
+refused with ``rate_limited`` after it, and the ones REST would not charge (a
+permission refusal) never count. Raw JSON-RPC over HTTP, so each step is one request.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mcp_live import LiveServer, live_server, post_rpc
+
+BUDGET = 4
+REFUSED = -32000
+
+
+@dataclass(frozen=True)
+class Step:
+    """One request: its JSON-RPC method and params, or a REST call; whether it should count."""
+
+    method: str
+    params: dict[str, Any] | None = None
+    read_only: bool = False
+    counts: bool = True
+    #: An unknown tool is refused as unknown whatever the budget, so only its charge shows.
+    shows_refusal: bool = True
+
+
+def execute(name: str, **groups: Any) -> dict[str, Any]:
+    return {"name": "execute_capability", "arguments": {"name": name, **groups}}
+
+
+STEPS: dict[str, Step] = {
+    "initialize": Step(
+        "initialize",
+        {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "metering-test", "version": "1"}},
+    ),
+    "tools/list": Step("tools/list"),
+    "ping": Step("ping"),
+    "unknown method": Step("memories/launch"),
+    "malformed call": Step("tools/call", {"arguments": {}}),
+    "unknown tool": Step("tools/call", {"name": "launchRocket", "arguments": {}}, shows_refusal=False),
+    "dispatched call": Step("tools/call", execute("listMemories")),
+    "unknown capability": Step("tools/call", execute("launchRocket")),
+    "bad arguments": Step("tools/call", execute("getMemory", path={"memory_id": 7})),
+    "search": Step("tools/call", {"name": "search_capabilities", "arguments": {"query": "save a memory"}}),
+    "bad search": Step("tools/call", {"name": "search_capabilities", "arguments": {"query": "x", "limit": 50}}),
+    "denied, bad arguments": Step("tools/call", execute("postMemory", body={}), read_only=True, counts=False),
+    "denied": Step("tools/call", execute("postMemory", body={"content": "x"}), read_only=True, counts=False),
+    "REST": Step("REST"),
+}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with live_server(tmp_path_factory.mktemp("metering"), rate_limit_rpm=BUDGET) as live:
+        yield live
+
+
+def fresh_minute(margin: float = 3.0) -> None:
+    """Wait out the end of a minute, so a budget cannot reset in the middle of a sequence."""
+    left = 60 - time.time() % 60
+    if left < margin:
+        time.sleep(left + 0.05)
+
+
+def send(http: httpx.Client, server: LiveServer, step: Step, token: str) -> Any:
+    if step.method == "REST":
+        return http.get(server.url + "/v1/memory", headers={"Authorization": f"Bearer {token}"})
+    return post_rpc(http, server, token, step.method, step.params)
+
+
+def problem_of(answer: Any) -> dict[str, Any] | None:
+    """The problem a request was answered with: a JSON-RPC error's data, a failed tool's text, a REST body."""
+    if isinstance(answer, httpx.Response):
+        return answer.json() if answer.is_error else None
+    if "error" in answer:
+        data = answer["error"].get("data")
+        return data if isinstance(data, dict) else {"rpc": answer["error"]["code"]}
+    result = answer["result"]
+    if result.get("isError"):
+        problem: dict[str, Any] = json.loads(result["content"][0]["text"])
+        return problem
+    return None
+
+
+def is_rate_limited(answer: Any) -> bool:
+    problem = problem_of(answer)
+    return problem is not None and problem.get("code") == "rate_limited"
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(sorted(STEPS)), min_size=1, max_size=2 * BUDGET + 2))
+def test_each_request_counts_once_and_only_after_its_permission_check(server: LiveServer, names: list[str]) -> None:
+    org = f"org-{uuid.uuid4().hex[:10]}"
+    writer, reader = server.token(org), server.token(org, user="rob", perms=["memory:read"])
+    fresh_minute()
+    spent = 0
+    with httpx.Client(timeout=30) as http:
+        for name in names:
+            step = STEPS[name]
+            answer = send(http, server, step, reader if step.read_only else writer)
+            spent += step.counts
+            expected = step.counts and spent > BUDGET and step.shows_refusal
+            assert is_rate_limited(answer) == expected, (name, spent, problem_of(answer))
+            if not step.counts:
+                assert (problem_of(answer) or {}).get("code") == "permission_denied", (name, answer)
+
+
+def test_a_refused_request_without_a_tool_result_is_a_json_rpc_error_with_the_wait(server: LiveServer) -> None:
+    token = server.token()
+    fresh_minute()
+    with httpx.Client(timeout=30) as http:
+        answers = [send(http, server, STEPS["tools/list"], token) for _ in range(BUDGET + 1)]
+    assert all("result" in answer for answer in answers[:BUDGET])
+    error = answers[BUDGET]["error"]
+    assert error["code"] == REFUSED and "budget" in error["message"]
+    assert error["data"]["code"] == "rate_limited" and 1 <= error["data"]["retry_after_seconds"] <= 60
+
+
+def test_a_refused_tool_call_is_a_tool_result_with_the_wait(server: LiveServer) -> None:
+    token = server.token()
+    fresh_minute()
+    with httpx.Client(timeout=30) as http:
+        answers = [send(http, server, STEPS["bad arguments"], token) for _ in range(BUDGET + 1)]
+    assert [(problem_of(a) or {}).get("code") for a in answers] == ["invalid_params"] * BUDGET + ["rate_limited"]
+    assert 1 <= (problem_of(answers[BUDGET]) or {})["retry_after_seconds"] <= 60
