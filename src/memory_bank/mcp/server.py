@@ -20,6 +20,7 @@ from memory_bank import __version__
 from memory_bank.capabilities.execute import Caller, Outcome
 from memory_bank.errors import ApiError, ErrorCode
 from memory_bank.mcp.tools import Toolbox, UnknownTool
+from memory_bank.observability.metrics import MCP_OPERATION, name_operation
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,8 @@ def build_server(toolbox: Toolbox, caller_of: CallerOf) -> Server[Any]:
             # A bug must reach the agent as a code it understands, never as a trace.
             log.exception("tool %s failed unexpectedly", params.name)
             outcome = Outcome.failure(ApiError(ErrorCode.backend_error, "unexpected server error"))
+        if ctx.request is not None:  # over HTTP; the name is one the toolbox serves, so labels stay bounded
+            name_operation(ctx.request.scope, f"{MCP_OPERATION}:{params.name}")
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=outcome.text)],
             structured_content=outcome.structured,
