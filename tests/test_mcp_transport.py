@@ -183,3 +183,11 @@ def test_mcp_traffic_is_counted_under_mcp_and_the_tool_name(server: LiveServer, 
     grew = {key: n - before.get(key, 0) for key, n in after.items() if key[0].startswith("mcp") and n != before.get(key, 0)}
     assert ("unmatched", "200") not in after
     assert grew == {("mcp", "200"): 2, ("mcp", "405"): 1, ("mcp:search_capabilities", "200"): 1}
+
+
+def test_an_unknown_tool_is_named_back_only_briefly(http: httpx.Client) -> None:
+    call = {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "x" * 100_000, "arguments": {}}}
+    response = http.post("/mcp", json=call)
+    error = response.json()["error"]
+    assert error["code"] == -32602 and error["message"] == "Unknown tool: " + "x" * 64 + "..."
+    assert len(response.content) < 300
