@@ -7,7 +7,8 @@ is not a single request, notification or response. The answer is short, fixed te
 with ``id: null`` (JSON-RPC 2.0 §5: the id of an invalid request is not trusted), so
 nothing a client sent is reflected. Batches are refused: MCP 2025-06-18 dropped them.
 The body is checked with the SDK's own message adapter, so exactly what passes here
-is what the SDK accepts.
+is what the SDK accepts. Over stdio the SDK reads the lines itself and drops those it
+cannot take, leaving their sender waiting; ``classify`` names the same error for them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pydantic import ValidationError
 from starlette.responses import Response
 
 NOT_JSON = "Parse error: the body is not JSON"
-BATCH = "Invalid Request: batches are not supported; send one JSON-RPC message per POST"
+BATCH = "Invalid Request: batches are not supported; send one JSON-RPC message at a time"
 NOT_A_MESSAGE = (
     'Invalid Request: expected one object with "jsonrpc": "2.0" and either a string "method" '
     '(request or notification) or "result"/"error" (response)'
@@ -33,9 +34,12 @@ class EnvelopeError(Exception):
         self.code = code
         self.message = message
 
+    def reply(self) -> JSONRPCError:
+        return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=self.code, message=self.message))
+
     def response(self) -> Response:
-        error = JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=self.code, message=self.message))
-        return Response(error.model_dump_json(by_alias=True, exclude_unset=True), 400, media_type="application/json")
+        """The HTTP answer: 400 with the JSON-RPC error."""
+        return Response(self.reply().model_dump_json(by_alias=True, exclude_unset=True), 400, media_type="application/json")
 
 
 def check_envelope(body: bytes) -> None:
@@ -50,3 +54,13 @@ def check_envelope(body: bytes) -> None:
         jsonrpc_message_adapter.validate_python(raw, by_name=False)
     except ValidationError:
         raise EnvelopeError(INVALID_REQUEST, NOT_A_MESSAGE) from None
+
+
+def classify(failure: ValidationError) -> EnvelopeError:
+    """The error for a line the SDK's stdio reader could not take as a message (it parses and validates in one step)."""
+    errors = failure.errors()
+    if any(e["type"] == "json_invalid" for e in errors):
+        return EnvelopeError(PARSE_ERROR, NOT_JSON)
+    if errors and isinstance(errors[0].get("input"), list):
+        return EnvelopeError(INVALID_REQUEST, BATCH)
+    return EnvelopeError(INVALID_REQUEST, NOT_A_MESSAGE)
