@@ -22,6 +22,7 @@ import uvicorn
 from fastapi import FastAPI
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from starlette.types import ASGIApp
 
 from memory_bank.app import create_app
 from memory_bank.settings import McpToolsMode, Settings
@@ -73,6 +74,13 @@ def live_server(directory: Path, mode: McpToolsMode = McpToolsMode.meta, rate_li
         rate_limit_rpm=rate_limit_rpm,
     )
     app = create_app(settings)
+    with serving(app, port):
+        yield LiveServer(app, url)
+
+
+@contextmanager
+def serving(app: ASGIApp, port: int) -> Iterator[None]:
+    """``app`` under uvicorn on 127.0.0.1:``port`` (in a thread) until the block ends."""
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -82,7 +90,7 @@ def live_server(directory: Path, mode: McpToolsMode = McpToolsMode.meta, rate_li
             raise RuntimeError("the test server did not start")
         time.sleep(0.02)
     try:
-        yield LiveServer(app, url)
+        yield
     finally:
         server.should_exit = True
         thread.join(timeout=20)

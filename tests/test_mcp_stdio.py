@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
 
+from memory_bank.mcp.envelope import BATCH, NOT_A_MESSAGE, NOT_JSON
 from memory_bank.security.tokens import TokenStore
 from memory_bank.store.database import open_database
 from memory_bank.settings import Settings
@@ -58,3 +61,34 @@ def test_stdio_refuses_with_a_clear_error(stdio_env: dict[str, str], change: dic
     assert done.returncode == 2
     assert message in " ".join(done.stderr.split())
     assert done.stdout == ""
+
+
+def test_a_line_that_is_not_one_message_is_answered_not_dropped(stdio_env: dict[str, str]) -> None:
+    """Each bad line gets the JSON-RPC error HTTP gives it; the session goes on."""
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        [{"jsonrpc": "2.0", "id": 1, "method": "ping"}],
+        {"jsonrpc": "1.0", "id": 2, "method": "ping"},
+        "{not json",
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+    ]
+    stdin = "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
+    env = {**os.environ, **stdio_env}
+    process = subprocess.Popen([MEMORY_BANK, "mcp"], env=env, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    watchdog = threading.Timer(60, process.kill)  # a reply that never comes fails the test instead of hanging it
+    watchdog.start()
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(stdin)
+        process.stdin.flush()  # stdin stays open: a client waits for its answers before it hangs up
+        replies = [json.loads(process.stdout.readline() or "null") for _ in range(5)]
+    finally:
+        watchdog.cancel()
+        process.kill()
+        process.wait()
+    errors = [r["error"] for r in replies if r and "error" in r]
+    assert [r["id"] for r in replies if r and "error" in r] == [None, None, None]
+    assert errors == [{"code": -32600, "message": BATCH}, {"code": -32600, "message": NOT_A_MESSAGE}, {"code": -32700, "message": NOT_JSON}]
+    assert {"jsonrpc": "2.0", "id": 3, "result": {}} in replies

@@ -82,7 +82,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # MCP calls are dispatched back into this same app, so they meet the REST path.
     toolbox = Toolbox(registry, Executor(registry, app), settings.mcp_tools, operations.audit, operations.limiter)
     app.state.mcp_toolbox = toolbox
-    mcp_http = McpHttp(toolbox, tokens, settings.public_url)
+    mcp_http = McpHttp(toolbox, tokens, settings.public_url, allow_loopback=not settings.protected)
     mcp_http.install(app)
     app.include_router(build_router(handlers, make_authorize(tokens, operations.limiter)))
 

@@ -70,18 +70,9 @@ async def read_text_body(request: Request, max_length: int | None = None) -> str
     in memory just to be rejected.
     """
     byte_cap = None if max_length is None else max_length * _MAX_UTF8_BYTES
-    declared = request.headers.get("content-length", "")
-    if byte_cap is not None and declared.isdigit() and int(declared) > byte_cap:
-        raise _too_long(max_length)
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if byte_cap is not None and size > byte_cap:
-            raise _too_long(max_length)
-        chunks.append(chunk)
+    body = await read_capped_body(request, byte_cap, lambda: _too_long(max_length))
     try:
-        text = b"".join(chunks).decode("utf-8")
+        text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ApiError(
             ErrorCode.invalid_params,
@@ -93,8 +84,23 @@ async def read_text_body(request: Request, max_length: int | None = None) -> str
     return text
 
 
+async def read_capped_body(request: Request, byte_cap: int | None, too_large: Callable[[], ApiError]) -> bytes:
+    """The body, refusing with ``too_large`` once it (or its Content-Length) passes ``byte_cap``."""
+    declared = request.headers.get("content-length", "")
+    if byte_cap is not None and declared.isdigit() and int(declared) > byte_cap:
+        raise too_large()
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if byte_cap is not None and size > byte_cap:
+            raise too_large()
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def _too_long(max_length: int | None) -> ApiError:
     return ApiError(ErrorCode.payload_too_large, f"the request body is at most {max_length} characters")
 
 
-__all__ = ["Authorize", "Principal", "Reply", "TextStream", "read_text_body", "render_reply"]
+__all__ = ["Authorize", "Principal", "Reply", "TextStream", "read_capped_body", "read_text_body", "render_reply"]

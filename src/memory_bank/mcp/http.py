@@ -6,37 +6,84 @@ between requests), so any replica behind a plain load balancer can answer any re
 back. The session manager's task group lives for the app's lifespan (``running``); a
 fresh manager per lifespan lets the same app be started more than once (tests do).
 
-Authentication happens here, before the MCP SDK sees the request: a missing or bad
-token is HTTP 401 with ``WWW-Authenticate: Bearer resource_metadata=...`` as the MCP
-authorization spec asks, pointing at the RFC 9728 document served next to it.
+Every check a request meets before the MCP SDK sees it happens here, in this order:
+the ``Host`` and ``Origin`` headers name this service (``origins``, DNS rebinding),
+the method is POST (a stateless server has no event stream to open with GET and no
+session to DELETE), the bearer token is valid (else 401 with ``WWW-Authenticate:
+Bearer resource_metadata=...`` pointing at the RFC 9728 document served next to it),
+the media types are JSON, the body fits, and it is one JSON-RPC message
+(``envelope``). Refusals before the body is read are HTTP matters and answer
+problem+json like the REST API; a body that is not a JSON-RPC message gets a JSON-RPC
+error, as the protocol defines.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI
 from mcp.server.context import ServerRequestContext
+from mcp.server.streamable_http import check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from memory_bank.capabilities.execute import Caller
 from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.mcp.envelope import EnvelopeError, check_envelope
+from memory_bank.mcp.origins import AllowedOrigins
 from memory_bank.mcp.server import build_server
 from memory_bank.mcp.tools import Toolbox
-from memory_bank.problems import problem_response
+from memory_bank.observability.metrics import MCP_OPERATION, name_operation
+from memory_bank.problems import STATUS_CODES, problem_response
+from memory_bank.runtime import read_capped_body
 from memory_bank.security.authorize import bearer_token
 from memory_bank.security.tokens import PERMISSIONS, TokenStore
 
 MCP_PATH = "/mcp"
 RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource"
 _CALLER = "mcp_caller"
+
+#: The largest tool call the catalog allows, postMemory with every bound filled by
+#: characters outside the BMP sent as ``\\uXXXX\\uXXXX`` escapes (12 bytes each), is
+#: about 606 000 bytes (tests/test_mcp_transport.py sends it); the SDK's own cap is 4 MiB.
+MAX_BODY_BYTES = 1024 * 1024
+
+
+@dataclass
+class HttpRefusal(ApiError):
+    """An ``ApiError`` at an HTTP status its code does not imply (405, 406, 415)."""
+
+    http_status: int = 400
+
+    @property
+    def status(self) -> int:
+        return self.http_status
+
+
+def _too_large() -> ApiError:
+    return ApiError(ErrorCode.payload_too_large, f"the JSON-RPC message is at most {MAX_BODY_BYTES} bytes")
+
+
+def _refusal(status: int, detail: str, headers: dict[str, str] | None = None) -> HttpRefusal:
+    code = STATUS_CODES.get(status, ErrorCode.invalid_params)
+    return HttpRefusal(code, detail, headers=headers or {}, http_status=status)
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """``receive`` with the already-read body handed out again, for the SDK to read it."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replay() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return replay
 
 
 def _caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
@@ -50,10 +97,11 @@ def _caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
 class McpHttp:
     """The ``/mcp`` ASGI endpoint and the protected-resource document."""
 
-    def __init__(self, toolbox: Toolbox, tokens: TokenStore, public_url: str) -> None:
+    def __init__(self, toolbox: Toolbox, tokens: TokenStore, public_url: str, *, allow_loopback: bool) -> None:
         self._server = build_server(toolbox, _caller_of)
         self._tokens = tokens
         self._public_url = public_url.rstrip("/")
+        self._origins = AllowedOrigins(public_url, allow_loopback=allow_loopback)
         self._manager: StreamableHTTPSessionManager | None = None
 
     @asynccontextmanager
@@ -87,7 +135,36 @@ class McpHttp:
             app.add_route(path, metadata, methods=["GET"], include_in_schema=False)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        name_operation(scope, MCP_OPERATION)
         request = Request(scope, receive)
+        try:
+            self._check_addressed(request)
+            if request.method != "POST":
+                raise _refusal(405, "MCP is served by POST only (stateless: no event stream, no session)", {"Allow": "POST"})
+            caller = await self._authenticate(request)
+            _check_media_types(request)
+            body = await read_capped_body(request, MAX_BODY_BYTES, _too_large)
+            check_envelope(body)
+            if self._manager is None:
+                raise ApiError(ErrorCode.backend_unavailable, "the MCP transport is not running")
+        except ApiError as error:
+            await problem_response(request, error)(scope, receive, send)
+            return
+        except EnvelopeError as error:
+            await error.response()(scope, receive, send)
+            return
+        scope["state"][_CALLER] = caller
+        await self._manager.handle_request(scope, _replaying(body, receive), send)
+
+    def _check_addressed(self, request: Request) -> None:
+        """Refuse a request whose Host or Origin names another site (a rebound DNS name)."""
+        if not self._origins.host_allowed(request.headers.get("host")):
+            raise ApiError(ErrorCode.permission_denied, f"the Host header does not name this service ({self._public_url})")
+        if not self._origins.origin_allowed(request.headers.get("origin")):
+            raise ApiError(ErrorCode.permission_denied, f"requests from this Origin are not served; this service is {self._public_url}")
+
+    async def _authenticate(self, request: Request) -> Caller:
+        """Who is calling, from the bearer token; 401 with the RFC 9728 challenge otherwise."""
         token = bearer_token(request)
         principal = await run_in_threadpool(self._tokens.verify, token) if token else None
         if token is None or principal is None:
@@ -95,13 +172,15 @@ class McpHttp:
             if token is not None:
                 challenge += ', error="invalid_token"'
             detail = "send Authorization: Bearer <token>" if token is None else "the bearer token is not valid"
-            error = ApiError(ErrorCode.unauthorized, detail, headers={"WWW-Authenticate": challenge})
-            await problem_response(request, error)(scope, receive, send)
-            return
-        if self._manager is None:
-            error = ApiError(ErrorCode.backend_unavailable, "the MCP transport is not running")
-            await problem_response(request, error)(scope, receive, send)
-            return
-        state = scope.setdefault("state", {})
-        state[_CALLER] = Caller(token, principal, request_id=state.get("request_id"))
-        await self._manager.handle_request(scope, receive, send)
+            raise ApiError(ErrorCode.unauthorized, detail, headers={"WWW-Authenticate": challenge})
+        return Caller(token, principal, request_id=getattr(request.state, "request_id", None))
+
+
+def _check_media_types(request: Request) -> None:
+    """The body is JSON and the client takes JSON back (responses are never event streams here)."""
+    content_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if content_type != "application/json":
+        raise _refusal(415, "send the JSON-RPC message with Content-Type: application/json")
+    accepts_json, _ = check_accept_headers(request)
+    if not accepts_json:
+        raise _refusal(406, "responses are application/json; send Accept: application/json, text/event-stream")

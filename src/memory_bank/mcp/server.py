@@ -21,6 +21,7 @@ from memory_bank.capabilities.execute import Caller, Outcome
 from memory_bank.errors import ApiError, ErrorCode
 from memory_bank.mcp.metering import Metering
 from memory_bank.mcp.tools import Toolbox, UnknownTool
+from memory_bank.observability.metrics import MCP_OPERATION, name_operation
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,14 @@ INSTRUCTIONS = (
 )
 
 
+#: An unknown tool's name is quoted back only this far: the name is the client's input.
+SHOWN_NAME_CHARS = 64
+
+
+def _shown(name: str) -> str:
+    return name if len(name) <= SHOWN_NAME_CHARS else name[:SHOWN_NAME_CHARS] + "..."
+
+
 def build_server(toolbox: Toolbox, caller_of: CallerOf) -> Server[Any]:
     async def list_tools(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=toolbox.tools_for(caller_of(ctx)))
@@ -41,11 +50,13 @@ def build_server(toolbox: Toolbox, caller_of: CallerOf) -> Server[Any]:
         try:
             outcome = await toolbox.call(params.name, params.arguments or {}, caller_of(ctx))
         except UnknownTool:
-            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}") from None
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {_shown(params.name)}") from None
         except Exception:
             # A bug must reach the agent as a code it understands, never as a trace.
             log.exception("tool %s failed unexpectedly", params.name)
             outcome = Outcome.failure(ApiError(ErrorCode.backend_error, "unexpected server error"))
+        if ctx.request is not None:  # over HTTP; the name is one the toolbox serves, so labels stay bounded
+            name_operation(ctx.request.scope, f"{MCP_OPERATION}:{params.name}")
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=outcome.text)],
             structured_content=outcome.structured,

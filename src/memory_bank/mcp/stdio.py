@@ -10,10 +10,18 @@ limited and audited as over HTTP.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 from memory_bank.app import create_app
 from memory_bank.capabilities.execute import Caller
+from memory_bank.mcp.envelope import classify
 from memory_bank.mcp.server import build_server
 from memory_bank.settings import Profile, Settings
 
@@ -48,5 +56,27 @@ async def serve_stdio(settings: Settings) -> None:
     caller = Caller(token, principal)
     server = build_server(app.state.mcp_toolbox, lambda ctx: caller)
     async with app.router.lifespan_context(app):
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        async with stdio_server() as (read_stream, write_stream), answering_malformed(read_stream, write_stream) as messages:
+            await server.run(messages, write_stream, server.create_initialization_options())
+
+
+@asynccontextmanager
+async def answering_malformed(
+    lines: MemoryObjectReceiveStream[SessionMessage | Exception], replies: MemoryObjectSendStream[SessionMessage]
+) -> AsyncIterator[MemoryObjectReceiveStream[SessionMessage | Exception]]:
+    """The messages read from stdin; a line that is not one JSON-RPC message is answered
+    with the JSON-RPC error HTTP gives it (id null), not dropped while its sender waits."""
+    send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+    async def relay() -> None:
+        async with send:
+            async for item in lines:
+                if isinstance(item, ValidationError):
+                    await replies.send(SessionMessage(classify(item).reply()))
+                else:
+                    await send.send(item)
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(relay)
+        yield receive
+        tasks.cancel_scope.cancel()

@@ -2,8 +2,8 @@
 
 A pure ASGI middleware (no ``BaseHTTPMiddleware``: it would buffer the JSONL export
 stream). It reads what the inner layers leave on the scope once the call is done:
-the matched route and its operationId (``scope["route"]``), the request id and the
-principal (``scope["state"]``). The failure code is taken from the problem+json body
+the matched route and its operationId (``scope["route"]``), the request id, the
+principal and any operation name an endpoint gave itself (``scope["state"]``). The failure code is taken from the problem+json body
 itself, so the audit shows exactly the ``code`` the client saw.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memory_bank.errors import ErrorCode
-from memory_bank.observability.metrics import Metrics
+from memory_bank.observability.metrics import OPERATION_STATE_KEY, Metrics
 from memory_bank.problems import PROBLEM_JSON, STATUS_CODES
 from memory_bank.security.audit import AuditEvent, AuditLog, attributing
 from memory_bank.security.principal import Principal
@@ -79,7 +79,8 @@ class CallObserver:
                 seconds = time.perf_counter() - started
                 route = scope.get("route")
                 operation_id: str | None = getattr(route, "operation_id", None)
-                operation = operation_id or str(getattr(route, "path", "unmatched"))
+                named: str | None = scope.get("state", {}).get(OPERATION_STATE_KEY)
+                operation = named or operation_id or str(getattr(route, "path", "unmatched"))
                 self._metrics.observe_request(operation, response.status, seconds)
                 if operation_id:
                     state: dict[str, Any] = scope.get("state", {})

@@ -8,13 +8,26 @@ limiter outcome), never org or user ids, so cardinality stays fixed as tenants g
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from starlette.responses import Response
 
 #: Request latency buckets (seconds): sub-millisecond cache hits up to slow full-text scans.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+#: The ``scope["state"]`` key under which an endpoint that is not an operationId route
+#: (``/mcp``) names what it served; the call observer prefers it to the route.
+OPERATION_STATE_KEY = "metrics_operation"
+
+#: ``/mcp`` traffic; a ``tools/call`` for a listed tool is ``mcp:<tool name>``.
+MCP_OPERATION = "mcp"
+
+
+def name_operation(scope: MutableMapping[str, Any], operation: str) -> None:
+    """Count this request under ``operation``; the caller keeps the set of values bounded."""
+    scope.setdefault("state", {})[OPERATION_STATE_KEY] = operation
 
 
 class Metrics:

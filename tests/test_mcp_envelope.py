@@ -1,0 +1,50 @@
+"""Both transports name the same error for the same bad envelope.
+
+HTTP checks the body itself (``check_envelope``); over stdio the SDK has already
+failed to read the line, and ``classify`` names its failure. For any line, both
+agree on whether it is a message and, if not, on the error.
+"""
+
+from __future__ import annotations
+
+import json
+
+import mcp_types
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from memory_bank.mcp.envelope import EnvelopeError, check_envelope, classify
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=10,
+)
+messages = st.fixed_dictionaries(
+    {"jsonrpc": st.just("2.0"), "method": st.text(min_size=1, max_size=12)},
+    optional={"id": st.integers() | st.text(max_size=8), "params": st.dictionaries(st.text(max_size=8), json_values, max_size=3)},
+)
+lines = (json_values | messages | st.lists(messages, min_size=1, max_size=2)).map(json.dumps) | st.text(max_size=40)
+
+
+@given(line=lines.filter(lambda line: "\n" not in line))
+def test_http_and_stdio_agree_on_every_line(line: str) -> None:
+    try:
+        mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValidationError as failure:
+        stdio: EnvelopeError | None = classify(failure)
+    else:
+        stdio = None
+    try:
+        check_envelope(line.encode())
+    except EnvelopeError as error:
+        assert stdio is not None and (stdio.code, stdio.message) == (error.code, error.message)
+    else:
+        assert stdio is None
+
+
+@pytest.mark.parametrize("line", ['{"jsonrpc": "2.0", "id": 1, "method": "ping"}', '{"jsonrpc": "2.0", "id": 1, "result": {}}'])
+def test_a_message_passes(line: str) -> None:
+    check_envelope(line.encode())

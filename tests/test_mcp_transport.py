@@ -1,0 +1,193 @@
+"""The HTTP edge of ``/mcp`` on a real uvicorn server: methods, media types, size, envelope, metrics.
+
+Refusals before a JSON-RPC message is read are problem+json like the REST API's;
+a body that is not one JSON-RPC message gets a short JSON-RPC error that echoes
+nothing the client sent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families
+
+from memory_bank.mcp.envelope import BATCH, NOT_A_MESSAGE, NOT_JSON
+from memory_bank.mcp.http import MAX_BODY_BYTES
+from mcp_live import LiveServer, live_server
+
+ACCEPT = "application/json, text/event-stream"
+PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+#: Properties over a live server: enough examples to find a counterexample, no per-example deadline.
+LIVE = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with live_server(tmp_path_factory.mktemp("mcp-transport")) as live:
+        yield live
+
+
+@pytest.fixture(scope="module")
+def http(server: LiveServer) -> Iterator[httpx.Client]:
+    """A client holding a read/write token; a short timeout, so a response that never ends fails."""
+    headers = {"Authorization": f"Bearer {server.token()}", "Accept": ACCEPT}
+    with httpx.Client(base_url=server.url, headers=headers, timeout=5) as client:
+        yield client
+
+
+def post(http: httpx.Client, body: bytes, content_type: str = "application/json") -> httpx.Response:
+    return http.post("/mcp", content=body, headers={"Content-Type": content_type})
+
+
+def problem(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    document: dict[str, Any] = response.json()
+    assert document["status"] == status and document["code"] == code and document["instance"] == "/mcp"
+    return document
+
+
+def jsonrpc_error(response: httpx.Response, code: int, message: str) -> None:
+    """Exactly the fixed error: id null, nothing from the request echoed."""
+    assert response.status_code == 400
+    assert response.headers["content-type"] == "application/json"
+    assert response.json() == {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    assert len(response.content) < 300
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE", "PUT", "PATCH", "OPTIONS"])
+@pytest.mark.parametrize("permissions", [["memory:read", "memory:write"], []])
+def test_only_post_is_served_and_nothing_stays_open(server: LiveServer, method: str, permissions: list[str]) -> None:
+    headers = {"Authorization": f"Bearer {server.token(perms=permissions)}", "Accept": ACCEPT}
+    response = httpx.request(method, server.mcp_url, headers=headers, timeout=5)
+    problem(response, 405, "not_found")
+    assert response.headers["allow"] == "POST"
+
+
+def test_a_get_without_a_token_is_405_too(server: LiveServer) -> None:
+    response = httpx.get(server.mcp_url, headers={"Accept": "text/event-stream"}, timeout=5)
+    assert problem(response, 405, "not_found") and response.headers["allow"] == "POST"
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "application/jsonl", ""])
+def test_a_body_that_is_not_json_by_content_type_is_415(http: httpx.Client, content_type: str) -> None:
+    problem(post(http, json.dumps(PING).encode(), content_type), 415, "invalid_params")
+
+
+def test_json_with_a_charset_is_json(http: httpx.Client) -> None:
+    response = post(http, json.dumps(PING).encode(), "application/json; charset=utf-8")
+    assert response.status_code == 200 and response.json()["result"] == {}
+
+
+def test_a_client_that_takes_no_json_is_406(http: httpx.Client) -> None:
+    response = http.post("/mcp", json=PING, headers={"Accept": "text/html"})
+    problem(response, 406, "invalid_params")
+
+
+def test_a_body_over_the_limit_is_413_whether_declared_or_streamed(http: httpx.Client) -> None:
+    too_big = b" " * (MAX_BODY_BYTES + 1)
+    problem(post(http, too_big), 413, "payload_too_large")
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: refused by the running count
+        for _ in range(MAX_BODY_BYTES // 65536 + 1):
+            yield b" " * 65536
+
+    streamed = http.post("/mcp", content=chunks(), headers={"Content-Type": "application/json"})
+    problem(streamed, 413, "payload_too_large")
+
+
+def test_the_largest_tool_call_the_catalog_allows_fits(http: httpx.Client) -> None:
+    """Every bound of postMemory filled with characters JSON escapes as surrogate pairs (12 bytes each)."""
+    wide = "\U0001f600"
+    memory = {
+        "content": wide * 8000,
+        "tags": [f"{i:02d}" + wide * 62 for i in range(32)],
+        "contexts": [{"snippet": wide * 2000, "origin": wide * 512} for _ in range(16)],
+        "source": wide * 256,
+        "agent_id": "agent-1",
+    }
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "execute_capability", "arguments": {"name": "postMemory", "body": memory}}}
+    body = json.dumps(call).encode()  # ensure_ascii: the widest encoding of these characters
+    assert 0.5 * MAX_BODY_BYTES < len(body) <= MAX_BODY_BYTES
+    result = post(http, body).json()["result"]
+    assert result["isError"] is False, result
+    assert result["structuredContent"]["content"] == wide * 8000
+
+
+@LIVE
+@given(items=st.lists(json_values, max_size=3))
+def test_any_batch_is_one_short_invalid_request(http: httpx.Client, items: list[Any]) -> None:
+    jsonrpc_error(post(http, json.dumps(items).encode()), -32600, BATCH)
+
+
+@LIVE
+@given(value=json_values, version=st.none() | json_values.filter(lambda v: v != "2.0"))
+def test_a_malformed_envelope_is_a_short_invalid_request(http: httpx.Client, value: Any, version: Any) -> None:
+    """Anything that is not an object with ``"jsonrpc": "2.0"``, whatever else it holds."""
+    if isinstance(value, list):
+        value = {"params": value}
+    envelope = dict(value) if isinstance(value, dict) else {"method": value, "id": value}
+    envelope.pop("jsonrpc", None)
+    if version is not None:
+        envelope["jsonrpc"] = version
+    jsonrpc_error(post(http, json.dumps(envelope).encode()), -32600, NOT_A_MESSAGE)
+
+
+@LIVE
+@given(body=st.binary(max_size=64))
+def test_a_body_that_is_not_json_is_a_parse_error(http: httpx.Client, body: bytes) -> None:
+    assume(not _is_json(body))
+    jsonrpc_error(post(http, body), -32700, NOT_JSON)
+
+
+def _is_json(body: bytes) -> bool:
+    try:
+        json.loads(body)
+    except ValueError:
+        return False
+    return True
+
+
+def test_mcp_traffic_is_counted_under_mcp_and_the_tool_name(server: LiveServer, http: httpx.Client) -> None:
+    def counts() -> dict[tuple[str, str], float]:
+        text = httpx.get(server.url + "/metrics").text
+        return {
+            (s.labels["operation"], s.labels["code"]): s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.name == "memory_bank_requests_total"
+        }
+
+    before = counts()
+    http.post("/mcp", json=PING)
+    http.get("/mcp")
+    search = {"name": "search_capabilities", "arguments": {"query": "save a memory"}}
+    http.post("/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": search})
+    unknown = {"name": "no_such_tool", "arguments": {}}
+    http.post("/mcp", json={"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": unknown})
+    after = counts()
+
+    grew = {key: n - before.get(key, 0) for key, n in after.items() if key[0].startswith("mcp") and n != before.get(key, 0)}
+    assert ("unmatched", "200") not in after
+    assert grew == {("mcp", "200"): 2, ("mcp", "405"): 1, ("mcp:search_capabilities", "200"): 1}
+
+
+def test_an_unknown_tool_is_named_back_only_briefly(http: httpx.Client) -> None:
+    call = {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "x" * 100_000, "arguments": {}}}
+    response = http.post("/mcp", json=call)
+    error = response.json()["error"]
+    assert error["code"] == -32602 and error["message"] == "Unknown tool: " + "x" * 64 + "..."
+    assert len(response.content) < 300
