@@ -22,6 +22,11 @@ from memory_bank.security.principal import Principal
 #: Covariant: a ``Reply[Memory]`` is a ``Reply[object]``, which is all ``render_reply`` reads.
 T_co = TypeVar("T_co", covariant=True)
 
+#: The ``x-capability.permission`` of operations any valid token may call, whatever its
+#: permissions: asking what one may call must work for every token, or a write-only
+#: token could discover nothing.
+ANY_TOKEN = "token:any"
+
 #: ``authorize(permission)`` returns a FastAPI dependency that authenticates the
 #: request, checks ``permission`` and the rate limit, and yields the principal.
 Authorize = Callable[[str], Callable[..., Awaitable[Principal]]]
@@ -97,4 +102,4 @@ def _too_long(max_length: int | None) -> ApiError:
     return ApiError(ErrorCode.payload_too_large, f"the request body is at most {max_length} characters")
 
 
-__all__ = ["Authorize", "Principal", "Reply", "TextStream", "read_text_body", "render_reply"]
+__all__ = ["ANY_TOKEN", "Authorize", "Principal", "Reply", "TextStream", "read_text_body", "render_reply"]
