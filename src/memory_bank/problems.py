@@ -2,7 +2,8 @@
 
 FastAPI's own 422 body and Starlette's HTML 500 would give clients two error formats
 and leak internals; these handlers give one format with a stable ``code`` and, for
-bad input, a JSON pointer, rule and message per failing field.
+bad input, a JSON pointer, rule and message per failing field. Exceptions no handler
+here expects become the 500 document in ``middleware.UnexpectedErrorMiddleware``.
 """
 
 from __future__ import annotations
@@ -109,12 +110,7 @@ def install_problem_handlers(app: FastAPI) -> None:
         log.warning("database unreachable: %s", exc)
         return problem_response(request, ApiError(ErrorCode.backend_unavailable, "the database is unreachable"))
 
-    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unexpected failure serving %s %s", request.method, request.url.path)
-        return problem_response(request, ApiError(ErrorCode.backend_error, "unexpected server error"))
-
     app.add_exception_handler(ApiError, on_api_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(OperationalError, on_database_down)
-    app.add_exception_handler(Exception, on_unexpected)
