@@ -10,17 +10,21 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
+import pydantic
 import pydantic_core
 from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 
 from memory_bank.errors import ApiError, ErrorCode, FieldError
+from memory_bank.problems import field_errors, validation_error
 from memory_bank.security.principal import Principal
 
 #: Covariant: a ``Reply[Memory]`` is a ``Reply[object]``, which is all ``render_reply`` reads.
 T_co = TypeVar("T_co", covariant=True)
+#: The generated model a JSON body is validated into.
+BodyT = TypeVar("BodyT", bound=pydantic.BaseModel)
 
 #: The ``x-capability.permission`` of operations any valid token may call, whatever its
 #: permissions: asking what one may call must work for every token, or a write-only
@@ -98,8 +102,49 @@ async def read_text_body(request: Request, max_length: int | None = None) -> str
     return text
 
 
+async def read_json_body(request: Request, shape: type[BodyT], *, max_bytes: int) -> BodyT:
+    """The JSON body as ``shape``, read only now (after authentication) and never past ``max_bytes``.
+
+    Routes call this instead of declaring the body to FastAPI, which would read and
+    parse it before any dependency ran: unauthenticated clients could make the server
+    hold bodies of any size. ``max_bytes`` is what the body's schema admits, computed
+    by the generator. Validation is strict, as the schema an MCP client checks against
+    is: ``"0.5"`` or ``true`` is not a number, so both doors accept the same bodies.
+    """
+    raw = await read_capped(request, max_bytes)
+    if not raw.strip():
+        raise validation_error([FieldError("/body", "required", "send a JSON body")])
+    try:
+        return shape.model_validate_json(raw, strict=True)
+    except pydantic.ValidationError as exc:
+        errors: list[Any] = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
+        raise validation_error(field_errors(errors)) from None
+
+
+async def read_capped(request: Request, max_bytes: int) -> bytes:
+    """The whole body, refused with 413 unread when Content-Length says it is over ``max_bytes``.
+
+    A body without a length (chunked) is counted while it streams and cut off at the cap.
+    """
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise _too_many_bytes(max_bytes)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise _too_many_bytes(max_bytes)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_many_bytes(max_bytes: int) -> ApiError:
+    return ApiError(ErrorCode.payload_too_large, f"the request body is at most {max_bytes} bytes")
+
+
 def _too_long(max_length: int | None) -> ApiError:
     return ApiError(ErrorCode.payload_too_large, f"the request body is at most {max_length} characters")
 
 
-__all__ = ["ANY_TOKEN", "Authorize", "Principal", "Reply", "TextStream", "read_text_body", "render_reply"]
+__all__ = ["ANY_TOKEN", "Authorize", "Principal", "Reply", "TextStream", "read_json_body", "read_text_body", "render_reply"]
