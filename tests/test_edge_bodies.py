@@ -28,9 +28,8 @@ JSON_BODIES = [
     ("PATCH", f"/v1/memory/{ID}", "MemoryPatch"),
     ("POST", f"/v1/memory/{ID}/feedback", "FeedbackCreate"),
 ]
-POST_MEMORY_SCHEMA = jsonschema.Draft202012Validator(
-    next(c["inputSchema"] for c in CAPABILITIES if c["name"] == "postMemory")
-)
+SCHEMAS = {c["name"]: jsonschema.Draft202012Validator(c["inputSchema"]) for c in CAPABILITIES}
+POST_MEMORY_SCHEMA = SCHEMAS["postMemory"]
 #: One character at its most expensive on the wire: ``\ud83d\ude00`` with ensure_ascii.
 EMOJI = "\U0001f600"
 
@@ -172,6 +171,20 @@ def test_rest_accepts_exactly_the_bodies_the_mcp_schema_accepts(
     accepted = POST_MEMORY_SCHEMA.is_valid({"body": body})
     # 200: a keypath already holding this value answers with the existing memory.
     assert response.status_code in ((200, 201) if accepted else (422,)), (body, response.text)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(version=st.one_of(JSON_SCALARS, st.sampled_from([1.0, 2.0, 1.5, 1e3, -1.0])))
+@example(version=1.0)
+@example(version="1")
+def test_an_integer_is_what_json_schema_calls_one(client: TestClient, writer: dict[str, str], version: object) -> None:
+    """``1.0`` is an integer to JSON Schema, so REST takes it too; ``"1"`` and ``true`` are not."""
+    memory = client.post("/v1/memory", json={"content": "a fact"}, headers=writer).json()
+    body = {"content": "changed", "expected_version": version}
+    response = client.patch(f"/v1/memory/{memory['id']}", json=body, headers=writer)
+    accepted = SCHEMAS["patchMemory"].is_valid({"path": {"memory_id": memory["id"]}, "body": body})
+    # Accepted input is applied (200) or meets the version check (409); refused input is 422.
+    assert response.status_code in ((200, 409) if accepted else (422,)), (body, response.text)
 
 
 @pytest.mark.parametrize("content", [" ", "\n\t ", "\u3000\u2003", "\x1c\x1d"])

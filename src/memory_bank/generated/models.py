@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 
@@ -21,6 +21,14 @@ def _refuse_null(cls: type, value: Any) -> Any:
     if value is None:
         raise PydanticCustomError("null_type", "null is not allowed here; leave the field out instead")
     return value
+
+
+def _whole_number(value: Any) -> Any:
+    """A float with no fraction is the integer JSON Schema says it is."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+JsonInt = Annotated[int, BeforeValidator(_whole_number)]
 
 
 MemoryId = Annotated[str, Field(pattern='^[A-Za-z0-9_-]{21}$', description='URL-safe random id of 21 characters.')]
@@ -109,7 +117,7 @@ class MemoryPatch(BaseModel):
     category: Category | None = Field(default=None, exclude_if=_omit_none)
     confidence: Confidence | None = Field(default=None, exclude_if=_omit_none)
     project_id: ProjectId | None = Field(default=None, exclude_if=_omit_none)
-    expected_version: int | None = Field(default=None, ge=1, description='Fail with 409 unless this is the current version number.', exclude_if=_omit_none)
+    expected_version: JsonInt | None = Field(default=None, ge=1, description='Fail with 409 unless this is the current version number.', exclude_if=_omit_none)
 
     _no_null = field_validator('content', 'tags', 'contexts', 'source', 'category', 'confidence', 'project_id', 'expected_version', mode="before")(_refuse_null)
 
@@ -136,7 +144,7 @@ class Memory(BaseModel):
     keypath: str | None = Field(default=None)
     user_id: str | None = Field(default=None, description='The user who saved it.', exclude_if=_omit_none)
     agent_id: str | None = Field(default=None, description='The agent that saved it.')
-    version: int = Field(ge=1, description='1 for the first version, +1 for every change.')
+    version: JsonInt = Field(ge=1, description='1 for the first version, +1 for every change.')
     supersedes_id: str | None = Field(default=None, description='The version this one replaced.')
     superseded_at: datetime | None = Field(default=None, description='Set when a later version replaced this one.')
     deleted_at: datetime | None = Field(default=None, description='Set on a deletion tombstone.')
@@ -186,8 +194,8 @@ class Feedback(BaseModel):
 class ImportResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    imported: int = Field(ge=0, description='Records written.')
-    skipped: int = Field(ge=0, description='Records already present.')
+    imported: JsonInt = Field(ge=0, description='Records written.')
+    skipped: JsonInt = Field(ge=0, description='Records already present.')
 
 
 class CapabilityCard(BaseModel):
@@ -208,7 +216,7 @@ class CapabilityCard(BaseModel):
 class CapabilitySearchResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    total: int = Field(ge=0, description='How many operations this token may call.')
+    total: JsonInt = Field(ge=0, description='How many operations this token may call.')
     results: list[CapabilityCard]
 
 
@@ -227,7 +235,7 @@ class Problem(BaseModel):
 
     type: str
     title: str
-    status: int
+    status: JsonInt
     code: Literal['unauthorized', 'permission_denied', 'not_found', 'method_not_allowed', 'invalid_params', 'payload_too_large', 'conflict', 'rate_limited', 'rate_limit_unavailable', 'backend_unavailable', 'backend_error']
     detail: str | None = Field(default=None, exclude_if=_omit_none)
     instance: str | None = Field(default=None, exclude_if=_omit_none)
