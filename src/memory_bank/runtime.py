@@ -125,6 +125,8 @@ async def read_capped(request: Request, max_bytes: int) -> bytes:
     """The whole body, refused with 413 unread when Content-Length says it is over ``max_bytes``.
 
     A body without a length (chunked) is counted while it streams and cut off at the cap.
+    Not FastAPI's ``max_body_size``: its limiter swaps whatever the app answers (a 401
+    too) for a plain-text 413 when the declared length is over, breaking problem+json.
     """
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
