@@ -28,7 +28,8 @@ AUTH_ERROR_STATUS = "401"
 INPUT_ERROR_STATUS = "422"
 PROBLEM_JSON = "application/problem+json"
 _CAMEL_CASE = re.compile(r"^[a-z][a-zA-Z0-9]*$")
-_PERMISSION = re.compile(r"^[a-z][a-z0-9_-]*:(read|write|admin)$")
+#: ``token:any`` (``memory_bank.runtime.ANY_TOKEN``) is for operations every valid token may call.
+_PERMISSION = re.compile(r"^(token:any|[a-z][a-z0-9_-]*:(read|write|admin))$")
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def _check_capability(op: Operation, spec: dict[str, Any]) -> Iterator[tuple[str
         yield "x-capability-category", "category must be a non-empty string, e.g. Memory"
     permission = declared.get("permission")
     if not isinstance(permission, str) or not _PERMISSION.match(permission):
-        yield "x-capability-permission", f"permission {permission!r} is not <area>:read|write|admin, e.g. memory:read"
+        yield "x-capability-permission", f"permission {permission!r} is not <area>:read|write|admin (e.g. memory:read) or token:any"
     if not isinstance(declared.get("expose"), bool):
         yield "x-capability-expose", "expose must be true or false"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from codegen.body_bounds import max_json_bytes
 from codegen.naming import pascal_case, snake_case
 from codegen.pytypes import CodegenError, TypeNamer, constraints
 
@@ -34,6 +35,7 @@ class RequestBody:
     media_type: str
     type_expr: str  # a model for JSON, ``str`` for text bodies such as JSON lines
     max_length: int | None = None  # a text body's ``maxLength``: enforced while it is read
+    max_bytes: int | None = None  # a JSON body's cap (``body_bounds``): enforced while it is read
 
     @property
     def is_json(self) -> bool:
@@ -130,7 +132,8 @@ def _read_body(namer: TypeNamer, op_id: str, op: dict[str, Any]) -> RequestBody 
         return None
     content = _resolve_object(namer.spec, op["requestBody"]).get("content", {})
     if JSON in content:
-        return RequestBody(JSON, namer.expression(content[JSON].get("schema", {}), pascal_case(op_id) + "Body"))
+        schema = content[JSON].get("schema", {})
+        return RequestBody(JSON, namer.expression(schema, pascal_case(op_id) + "Body"), max_bytes=max_json_bytes(schema, namer))
     media_type = next(iter(content), "application/octet-stream")
     max_length = namer.resolve(content.get(media_type, {}).get("schema", {})).get("maxLength")
     return RequestBody(media_type, "str", max_length)

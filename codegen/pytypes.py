@@ -53,6 +53,8 @@ class TypeNamer:
     spec: dict[str, Any]
     prefix: str = ""
     inline_models: list[InlineModel] = field(default_factory=list)
+    #: Python spelling per JSON type; models override ``integer`` (see ``render_models``).
+    scalars: dict[str, str] = field(default_factory=lambda: dict(SCALARS))
 
     def component(self, ref: str) -> tuple[str, dict[str, Any]]:
         """The Python name and schema a local component ``$ref`` points at."""
@@ -95,7 +97,7 @@ class TypeNamer:
         if types == "object" or "properties" in schema:
             return self._object(schema, owner)
         if types in SCALARS:
-            return FORMATS.get(schema.get("format", ""), SCALARS[types]) if types == "string" else SCALARS[types]
+            return FORMATS.get(schema.get("format", ""), self.scalars[types]) if types == "string" else self.scalars[types]
         if types is None:
             return "Any"
         raise CodegenError(f"{owner}: unsupported schema type {types!r}")

@@ -12,12 +12,25 @@ from typing import Any
 
 from codegen.imports import ImportGroups, import_block
 from codegen.naming import pascal_case
-from codegen.pytypes import InlineModel, TypeNamer, component_refs, constraints, keyword_args
+from codegen.pytypes import SCALARS, InlineModel, TypeNamer, component_refs, constraints, keyword_args
 
 IMPORTS: ImportGroups = (
     {"datetime": ("date", "datetime"), "typing": ("Annotated", "Any", "Literal")},
-    {"pydantic": ("BaseModel", "ConfigDict", "Field", "field_validator", "model_validator"), "pydantic_core": ("PydanticCustomError",)},
+    {
+        "pydantic": ("BaseModel", "BeforeValidator", "ConfigDict", "Field", "field_validator", "model_validator"),
+        "pydantic_core": ("PydanticCustomError",),
+    },
 )
+
+#: Bodies are validated strictly (``runtime.read_json_body``), but JSON Schema counts
+#: ``3.0`` as an integer, and MCP clients validate against JSON Schema: so a model's
+#: integer takes a number with no fraction, and still no string or boolean.
+INTEGER_HELPERS = '''def _whole_number(value: Any) -> Any:
+    """A float with no fraction is the integer JSON Schema says it is."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+JsonInt = Annotated[int, BeforeValidator(_whole_number)]'''
 
 
 #: Optional fields get ``| None`` so that "not sent" is representable. A field the spec
@@ -38,8 +51,8 @@ def _refuse_null(cls: type, value: Any) -> Any:
 
 def render_models(spec: dict[str, Any]) -> str:
     schemas: dict[str, Any] = spec.get("components", {}).get("schemas", {})
-    namer = TypeNamer(spec)
-    blocks: list[str] = [NULL_HELPERS]
+    namer = TypeNamer(spec, scalars={**SCALARS, "integer": "JsonInt"})
+    blocks: list[str] = [NULL_HELPERS, INTEGER_HELPERS]
     classes: list[str] = []
     for key in _dependency_order(schemas):
         schema = schemas[key]

@@ -1,10 +1,11 @@
 """Render ``routes.py``: a FastAPI router whose routes validate input and call the interface.
 
 Each route authenticates first (a dependency, so a bad token is 401 before a bad body is
-422), lets FastAPI validate path, query, header and body against bounds copied from the
-spec, calls the interface method, and renders its ``Reply`` with the statuses the spec
-declares. Routes are excluded from FastAPI's own schema: ``/openapi.json`` serves the
-handwritten spec.
+422), lets FastAPI validate path, query and header against bounds copied from the spec,
+then reads the body itself, capped at what its schema admits: a body declared to
+FastAPI would be read whole before the token is checked. It calls the interface
+method and renders its ``Reply`` with the statuses the spec declares. Routes are
+excluded from FastAPI's own schema: ``/openapi.json`` serves the handwritten spec.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from codegen.imports import ImportGroups, import_block
 from codegen.naming import pascal_case
-from codegen.operations import Operation, Parameter
+from codegen.operations import Operation, Parameter, RequestBody
 from codegen.pytypes import keyword_args
 
 def _imports(interface: str) -> ImportGroups:
@@ -26,7 +27,7 @@ def _imports(interface: str) -> ImportGroups:
         {
             "memory_bank.generated": ("models",),
             "memory_bank.generated.interface": (interface,),
-            "memory_bank.runtime": ("Authorize", "Principal", "read_text_body", "render_reply"),
+            "memory_bank.runtime": ("Authorize", "Principal", "read_json_body", "read_text_body", "render_reply"),
         },
     )
 
@@ -54,29 +55,32 @@ def _match_order(op: Operation) -> list[tuple[bool, str]]:
 def _render_route(op: Operation) -> str:
     args = [f'principal: Annotated[Principal, Depends(authorize("{op.permission}"))]']
     call = ["principal"]
-    needs_request = op.body is not None and not op.body.is_json
-    if needs_request:
+    if op.body is not None:
         args.append("request: Request")
     args += [_render_param(p) for p in op.parameters]
     call += [f"{p.python_name}={p.python_name}" for p in op.parameters]
-    if op.body and op.body.is_json:
-        args.append(f"body: {op.body.type_expr}")
-    if op.body:
-        call.append("body=body")
     lines = [
         f'    @router.{op.method.lower()}("{op.path}", operation_id="{op.operation_id}", include_in_schema=False)',
         f"    async def {op.python_name}(",
         *[f"        {a}," for a in ["*", *args]],
         "    ) -> Response:",
     ]
-    if needs_request:
-        cap = "" if op.body is None or op.body.max_length is None else f", max_length={op.body.max_length}"
-        lines.append(f"        body = await read_text_body(request{cap})")
+    if op.body is not None:
+        lines.append(f"        body = await {_read_body(op.body)}")
+        call.append("body=body")
     lines += [
         f"        reply = await api.{op.python_name}({', '.join(call)})",
         f"        return render_reply(reply, statuses={op.success_statuses!r}, media_type={op.success_media_type!r})",
     ]
     return "\n".join(lines)
+
+
+def _read_body(body: RequestBody) -> str:
+    """The call that reads the body once the principal is known, capped by its schema."""
+    if body.is_json:
+        return f"read_json_body(request, {body.type_expr}, max_bytes={body.max_bytes})"
+    cap = "" if body.max_length is None else f", max_length={body.max_length}"
+    return f"read_text_body(request{cap})"
 
 
 def _render_param(p: Parameter) -> str:

@@ -27,7 +27,7 @@ from memory_bank.handlers.capabilities import CapabilityHandlers
 from memory_bank.logs import AccessLog, configure_logging
 from memory_bank.mcp.http import McpHttp
 from memory_bank.mcp.tools import Toolbox
-from memory_bank.middleware import RequestIdMiddleware
+from memory_bank.middleware import RequestIdMiddleware, UnexpectedErrorMiddleware
 from memory_bank.observability.wiring import Operations
 from memory_bank.problems import install_problem_handlers
 from memory_bank.security.agents import AgentResolver, AgentStore
@@ -74,6 +74,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.tokens = tokens
+    app.add_middleware(UnexpectedErrorMiddleware)  # innermost: metrics, access log and request id see its 500
     operations.install(app)
     app.add_middleware(AccessLog)  # inside RequestIdMiddleware: the id is chosen first
     app.add_middleware(RequestIdMiddleware)

@@ -17,6 +17,7 @@ class ErrorCode(StrEnum):
     unauthorized = "unauthorized"
     permission_denied = "permission_denied"
     not_found = "not_found"
+    method_not_allowed = "method_not_allowed"
     invalid_params = "invalid_params"
     payload_too_large = "payload_too_large"
     conflict = "conflict"
@@ -30,6 +31,7 @@ STATUS_BY_CODE: dict[ErrorCode, int] = {
     ErrorCode.unauthorized: 401,
     ErrorCode.permission_denied: 403,
     ErrorCode.not_found: 404,
+    ErrorCode.method_not_allowed: 405,
     ErrorCode.invalid_params: 422,
     ErrorCode.payload_too_large: 413,
     ErrorCode.conflict: 409,
@@ -43,6 +45,7 @@ TITLE_BY_CODE: dict[ErrorCode, str] = {
     ErrorCode.unauthorized: "Missing or invalid bearer token",
     ErrorCode.permission_denied: "Permission denied",
     ErrorCode.not_found: "Not found",
+    ErrorCode.method_not_allowed: "Method not allowed",
     ErrorCode.invalid_params: "Invalid parameters",
     ErrorCode.payload_too_large: "Payload too large",
     ErrorCode.conflict: "Conflict",

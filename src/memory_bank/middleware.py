@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import secrets
 
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.problems import problem_response
+
+log = logging.getLogger(__name__)
 
 #: A client-supplied id is echoed only when it is short and printable, so it cannot
 #: inject into logs or headers.
@@ -36,3 +43,38 @@ class RequestIdMiddleware:
             await send(message)
 
         await self.app(scope, receive, send_with_id)
+
+
+class UnexpectedErrorMiddleware:
+    """Answer an exception nothing else handled with the 500 problem document, as a normal response.
+
+    Starlette's own last resort sends the handler's response and then re-raises, and the
+    server answers a re-raised exception by closing the connection: a keep-alive client
+    would lose its connection to one bad request. Caught here, below that layer, the
+    exception ends as a response and the connection stays open. Once a response has
+    started (a stream that fails halfway) nothing truthful can be sent, so it re-raises.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception:
+            if started:
+                raise
+            request = Request(scope)
+            log.exception("unexpected failure serving %s %s", request.method, request.url.path)
+            response = problem_response(request, ApiError(ErrorCode.backend_error, "unexpected server error"))
+            await response(scope, receive, send)

@@ -2,7 +2,8 @@
 
 FastAPI's own 422 body and Starlette's HTML 500 would give clients two error formats
 and leak internals; these handlers give one format with a stable ``code`` and, for
-bad input, a JSON pointer, rule and message per failing field.
+bad input, a JSON pointer, rule and message per failing field. Exceptions no handler
+here expects become the 500 document in ``middleware.UnexpectedErrorMiddleware``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from memory_bank.errors import ApiError, ErrorCode, FieldError
 
@@ -42,6 +44,9 @@ RULE_BY_ERROR_TYPE: dict[str, str] = {
     "value_error": "value",
 }
 
+#: The methods an ``Allow`` header may name, in the order it names them.
+HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
 #: Over a size bound in a body: the client sent too much, not something malformed.
 SIZE_RULES = frozenset({"maxLength", "maxItems"})
 
@@ -49,7 +54,7 @@ STATUS_CODES: dict[int, ErrorCode] = {
     401: ErrorCode.unauthorized,
     403: ErrorCode.permission_denied,
     404: ErrorCode.not_found,
-    405: ErrorCode.not_found,
+    405: ErrorCode.method_not_allowed,
     409: ErrorCode.conflict,
     413: ErrorCode.payload_too_large,
     429: ErrorCode.rate_limited,
@@ -79,6 +84,21 @@ def validation_error(errors: list[FieldError]) -> ApiError:
     return ApiError(code, summary or "the request does not match the schema", errors)
 
 
+def allowed_methods(request: Request) -> list[str]:
+    """Every method the app would route at this request's path.
+
+    Starlette's 405 names only the methods of the first route whose path matched, but
+    a path such as ``/v1/memory/{memory_id}`` is served by one route per method; so
+    each method is put to the router's own matching.
+    """
+    routes = request.app.router.routes
+    return [
+        method
+        for method in HTTP_METHODS
+        if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes)
+    ]
+
+
 def problem_response(request: Request, error: ApiError) -> JSONResponse:
     request_id = getattr(request.state, "request_id", None)
     return JSONResponse(
@@ -103,18 +123,16 @@ def install_problem_handlers(app: FastAPI) -> None:
     async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
         code = STATUS_CODES.get(exc.status_code, ErrorCode.invalid_params)
-        return problem_response(request, ApiError(code, str(exc.detail)))
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = ", ".join(allowed_methods(request))
+        return problem_response(request, ApiError(code, str(exc.detail), headers=headers))
 
     async def on_database_down(request: Request, exc: Exception) -> JSONResponse:
         log.warning("database unreachable: %s", exc)
         return problem_response(request, ApiError(ErrorCode.backend_unavailable, "the database is unreachable"))
 
-    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unexpected failure serving %s %s", request.method, request.url.path)
-        return problem_response(request, ApiError(ErrorCode.backend_error, "unexpected server error"))
-
     app.add_exception_handler(ApiError, on_api_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(OperationalError, on_database_down)
-    app.add_exception_handler(Exception, on_unexpected)

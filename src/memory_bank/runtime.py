@@ -10,17 +10,26 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
+import pydantic
 import pydantic_core
 from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 
 from memory_bank.errors import ApiError, ErrorCode, FieldError
+from memory_bank.problems import field_errors, validation_error
 from memory_bank.security.principal import Principal
 
 #: Covariant: a ``Reply[Memory]`` is a ``Reply[object]``, which is all ``render_reply`` reads.
 T_co = TypeVar("T_co", covariant=True)
+#: The generated model a JSON body is validated into.
+BodyT = TypeVar("BodyT", bound=pydantic.BaseModel)
+
+#: The ``x-capability.permission`` of operations any valid token may call, whatever its
+#: permissions: asking what one may call must work for every token, or a write-only
+#: token could discover nothing.
+ANY_TOKEN = "token:any"
 
 #: ``authorize(permission)`` returns a FastAPI dependency that authenticates the
 #: request, checks ``permission`` and the rate limit, and yields the principal.
@@ -70,7 +79,7 @@ async def read_text_body(request: Request, max_length: int | None = None) -> str
     in memory just to be rejected.
     """
     byte_cap = None if max_length is None else max_length * _MAX_UTF8_BYTES
-    body = await read_capped_body(request, byte_cap, lambda: _too_long(max_length))
+    body = await read_capped(request, byte_cap, lambda: _too_long(max_length))
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -84,23 +93,54 @@ async def read_text_body(request: Request, max_length: int | None = None) -> str
     return text
 
 
-async def read_capped_body(request: Request, byte_cap: int | None, too_large: Callable[[], ApiError]) -> bytes:
-    """The body, refusing with ``too_large`` once it (or its Content-Length) passes ``byte_cap``."""
+async def read_json_body(request: Request, shape: type[BodyT], *, max_bytes: int) -> BodyT:
+    """The JSON body as ``shape``, read only now (after authentication) and never past ``max_bytes``.
+
+    Routes call this instead of declaring the body to FastAPI, which would read and
+    parse it before any dependency ran: unauthenticated clients could make the server
+    hold bodies of any size. ``max_bytes`` is what the body's schema admits, computed
+    by the generator. Validation is strict, as the schema an MCP client checks against
+    is: ``"0.5"`` or ``true`` is not a number, so both doors accept the same bodies.
+    """
+    raw = await read_capped(request, max_bytes)
+    if not raw.strip():
+        raise validation_error([FieldError("/body", "required", "send a JSON body")])
+    try:
+        return shape.model_validate_json(raw, strict=True)
+    except pydantic.ValidationError as exc:
+        errors: list[Any] = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
+        raise validation_error(field_errors(errors)) from None
+
+
+async def read_capped(
+    request: Request, max_bytes: int | None, too_large: Callable[[], ApiError] | None = None
+) -> bytes:
+    """The whole body, refused with 413 unread when Content-Length says it is over ``max_bytes``.
+
+    A body without a length (chunked) is counted while it streams and cut off at the cap.
+    Not FastAPI's ``max_body_size``: its limiter swaps whatever the app answers (a 401
+    too) for a plain-text 413 when the declared length is over, breaking problem+json.
+    """
     declared = request.headers.get("content-length", "")
-    if byte_cap is not None and declared.isdigit() and int(declared) > byte_cap:
-        raise too_large()
+    refuse = too_large or (lambda: _too_many_bytes(max_bytes))
+    if max_bytes is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise refuse()
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
-        if byte_cap is not None and size > byte_cap:
-            raise too_large()
+        if max_bytes is not None and size > max_bytes:
+            raise refuse()
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _too_many_bytes(max_bytes: int | None) -> ApiError:
+    return ApiError(ErrorCode.payload_too_large, f"the request body is at most {max_bytes} bytes")
 
 
 def _too_long(max_length: int | None) -> ApiError:
     return ApiError(ErrorCode.payload_too_large, f"the request body is at most {max_length} characters")
 
 
-__all__ = ["Authorize", "Principal", "Reply", "TextStream", "read_capped_body", "read_text_body", "render_reply"]
+__all__ = ["ANY_TOKEN", "Authorize", "Principal", "Reply", "TextStream", "read_capped", "read_json_body", "read_text_body", "render_reply"]

@@ -42,7 +42,7 @@ from memory_bank.mcp.server import build_server
 from memory_bank.mcp.tools import Toolbox
 from memory_bank.observability.metrics import MCP_OPERATION, name_operation
 from memory_bank.problems import STATUS_CODES, problem_response
-from memory_bank.runtime import read_capped_body
+from memory_bank.runtime import read_capped
 from memory_bank.security.authorize import bearer_token
 from memory_bank.security.tokens import PERMISSIONS, TokenStore
 
@@ -143,7 +143,7 @@ class McpHttp:
                 raise _refusal(405, "MCP is served by POST only (stateless: no event stream, no session)", {"Allow": "POST"})
             caller = await self._authenticate(request)
             _check_media_types(request)
-            body = await read_capped_body(request, MAX_BODY_BYTES, _too_large)
+            body = await read_capped(request, MAX_BODY_BYTES, _too_large)
             check_envelope(body)
             if self._manager is None:
                 raise ApiError(ErrorCode.backend_unavailable, "the MCP transport is not running")

@@ -2,10 +2,12 @@
 
 ``make_authorize(tokens, limiter)("memory:write")`` is a FastAPI dependency: it resolves
 the bearer token to a ``Principal``, leaves it on ``request.state.principal`` (for
-logging and audit), counts the call against the org's rate limit, checks the
-permission the operation's ``x-capability`` names and returns the principal: the one
-place every REST and MCP call passes through. The audit event is written around
-the call by ``observability.calls``.
+logging and audit), checks the permission the operation's ``x-capability`` names,
+counts the call against the org's rate limit and returns the principal: the one
+place every REST and MCP call passes through, so each admitted call is charged
+exactly once. The permission is checked before the charge: a token refused for
+lack of a permission must not spend the budget its org's other tokens live on.
+The audit event is written around the call by ``observability.calls``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from memory_bank.errors import ApiError, ErrorCode
-from memory_bank.runtime import Authorize
+from memory_bank.runtime import ANY_TOKEN, Authorize
 from memory_bank.security.principal import Principal
 from memory_bank.security.rate_limit import RateLimiter
 from memory_bank.security.tokens import TokenStore
@@ -45,7 +47,7 @@ def make_authorize(tokens: TokenStore, limiter: RateLimiter) -> Authorize:
         async def _admit(request: Request) -> Principal:
             principal = await authenticate(request)
             request.state.principal = principal
-            if not principal.allows(permission):
+            if permission != ANY_TOKEN and not principal.allows(permission):
                 raise ApiError(ErrorCode.permission_denied, f"this token lacks the {permission} permission")
             await limiter.admit(principal.org_id)
             return principal

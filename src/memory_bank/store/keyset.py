@@ -10,17 +10,26 @@ import base64
 import binascii
 import json
 import operator
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from typing import Annotated, Any
 
 import sqlalchemy as sa
+from pydantic import AwareDatetime, StringConstraints, TypeAdapter
 from sqlalchemy import ColumnElement
 from sqlmodel import col
 
 from memory_bank.errors import ApiError, ErrorCode, FieldError
+from memory_bank.store.columns import ID_LENGTH
 from memory_bank.store.tables import MemoryRow
 
 Key = tuple[datetime, str]
+
+#: What a cursor must hold to name a position: a zoned time and a memory id. Strict, so
+#: a number is not read as a timestamp; the id pattern keeps text no id can have (a lone
+#: surrogate, a quote) away from the database.
+_POSITION: TypeAdapter[tuple[datetime, str]] = TypeAdapter(
+    tuple[AwareDatetime, Annotated[str, StringConstraints(pattern=f"^[A-Za-z0-9_-]{{{ID_LENGTH}}}$")]]
+)
 
 
 def key_of(row: MemoryRow) -> Key:
@@ -48,15 +57,17 @@ def encode_cursor(key: Key) -> str:
 
 
 def decode_cursor(cursor: str) -> Key:
-    """The key inside a cursor; a cursor we did not issue is the caller's mistake (422)."""
+    """The key inside a cursor, in UTC; one that names no position is the caller's mistake (422).
+
+    Every way a string can fail lands here, including a time that exists in its own
+    zone but not in UTC (year 1 at +05:00, year 9999 at -05:00): the columns compare
+    in UTC, so such a cursor names no position either.
+    """
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        created_at, memory_id = json.loads(raw)
-        key = datetime.fromisoformat(created_at), str(memory_id)
-        if key[0].tzinfo is None:
-            raise ValueError("cursor time has no zone")
-        return key
-    except (binascii.Error, ValueError, TypeError) as exc:
+        created_at, memory_id = _POSITION.validate_json(raw, strict=True)
+        return created_at.astimezone(UTC), memory_id
+    except (binascii.Error, ValueError, OverflowError) as exc:
         raise ApiError(
             ErrorCode.invalid_params,
             "cursor is not one this server issued",
