@@ -6,6 +6,11 @@ and a busy timeout, and write transactions start with ``BEGIN IMMEDIATE``: a
 deferred transaction that reads and then writes fails at once with "database is
 locked" when another writer committed in between, whereas an immediate one waits
 its turn (up to the busy timeout).
+
+Engines never put statement parameters into exception text (``hide_parameters``):
+those are memory content and token hashes, and exception text ends up in logs.
+A lock that is still held when the wait runs out is ``DatabaseBusy`` (503, retry),
+not an unreachable database: the server answered, it was only contended.
 """
 
 from __future__ import annotations
@@ -20,7 +25,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session
+
+from memory_bank.errors import ApiError, ErrorCode
 
 from memory_bank.settings import Settings
 from memory_bank.store import agents_table, audit_table, tables  # noqa: F401  (registers the tables on SQLModel.metadata)
@@ -35,6 +43,46 @@ MYSQL_POOL_RECYCLE_SECONDS = 1800
 MYSQL_POOL_SIZE = 20
 MYSQL_POOL_OVERFLOW = 20
 _WRITE = "memory_bank_write"
+#: MySQL/MariaDB: lock wait timeout exceeded, deadlock found (the transaction was rolled back).
+_MYSQL_DEADLOCK = 1213
+_MYSQL_CONTENTION = frozenset({1205, _MYSQL_DEADLOCK})
+_SQLITE_CONTENTION = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+BUSY_RETRY_AFTER_SECONDS = 1
+
+
+class DatabaseBusy(ApiError):
+    """The database is up but a lock could not be had in time: a retry will likely succeed.
+
+    ``deadlock``: the server chose this transaction as a deadlock victim, which it does
+    at once, so retrying right away costs nothing (a lock wait that ran out already waited).
+    """
+
+    def __init__(self, *, deadlock: bool = False) -> None:
+        super().__init__(
+            ErrorCode.backend_unavailable,
+            "the database is busy with other writes; retry shortly",
+            headers={"Retry-After": str(BUSY_RETRY_AFTER_SECONDS)},
+        )
+        self.deadlock = deadlock
+
+
+def _driver_code(exc: DBAPIError) -> int | None:
+    """The driver's numeric error code (sqlite3's extended code, MySQL's server error number)."""
+    orig = exc.orig
+    if isinstance(orig, sqlite3.Error):
+        return getattr(orig, "sqlite_errorcode", None)
+    args = getattr(orig, "args", ())
+    return args[0] if args and isinstance(args[0], int) else None
+
+
+def contention(exc: DBAPIError) -> DatabaseBusy | None:
+    """``DatabaseBusy`` when ``exc`` is a lock wait that ran out or a deadlock victim, else None."""
+    code = _driver_code(exc)
+    if code is None:
+        return None
+    if isinstance(exc.orig, sqlite3.Error):
+        return DatabaseBusy() if code & 0xFF in _SQLITE_CONTENTION else None
+    return DatabaseBusy(deadlock=code == _MYSQL_DEADLOCK) if code in _MYSQL_CONTENTION else None
 
 
 def _json_serializer(value: Any) -> str:
@@ -49,6 +97,7 @@ def make_engine(url: str) -> Engine:
         return sa.create_engine(
             url,
             json_serializer=_json_serializer,
+            hide_parameters=True,
             pool_pre_ping=True,
             pool_recycle=MYSQL_POOL_RECYCLE_SECONDS,
             pool_size=MYSQL_POOL_SIZE,
@@ -56,7 +105,7 @@ def make_engine(url: str) -> Engine:
             connect_args={"charset": "utf8mb4"},
         )
     engine = sa.create_engine(
-        url, json_serializer=_json_serializer, connect_args={"check_same_thread": False}
+        url, json_serializer=_json_serializer, hide_parameters=True, connect_args={"check_same_thread": False}
     )
 
     @event.listens_for(engine, "connect")
@@ -125,5 +174,11 @@ def transaction(engine: Engine, *, write: bool = False) -> Iterator[Session]:
     handed back to handlers after the session is gone.
     """
     bind = engine.execution_options(**{_WRITE: True}) if write else engine
-    with Session(bind, expire_on_commit=False) as session, session.begin():
-        yield session
+    try:
+        with Session(bind, expire_on_commit=False) as session, session.begin():
+            yield session
+    except DBAPIError as exc:
+        busy = contention(exc)
+        if busy is not None:
+            raise busy from exc
+        raise
