@@ -36,9 +36,11 @@ class LiveServer:
     def mcp_url(self) -> str:
         return self.url + "/mcp"
 
-    def token(self, org: str | None = None, user: str = "ann", perms: Iterable[str] = READ_WRITE) -> str:
-        """A bearer token bound to an agent, in ``org`` (a fresh one by default, so tests never share data)."""
-        plaintext, _ = self.app.state.tokens.create(org or f"org-{uuid.uuid4().hex[:8]}", user, "agent-1", perms)
+    def token(
+        self, org: str | None = None, user: str = "ann", perms: Iterable[str] = READ_WRITE, agent: str | None = "agent-1"
+    ) -> str:
+        """A bearer token bound to ``agent``, in ``org`` (a fresh one by default, so tests never share data)."""
+        plaintext, _ = self.app.state.tokens.create(org or f"org-{uuid.uuid4().hex[:8]}", user, agent, perms)
         return str(plaintext)
 
     @asynccontextmanager
@@ -49,12 +51,12 @@ class LiveServer:
 
 
 @contextmanager
-def live_server(directory: Path, mode: McpToolsMode = McpToolsMode.meta) -> Iterator[LiveServer]:
-    """Serve a fresh app on SQLite in ``directory`` until the block ends."""
+def live_server(directory: Path, mode: McpToolsMode = McpToolsMode.meta, database_url: str | None = None) -> Iterator[LiveServer]:
+    """Serve a fresh app until the block ends, on ``database_url`` or else on SQLite in ``directory``."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     settings = Settings(
-        database_url=f"sqlite:///{directory / 'memory-bank.db'}",
+        database_url=database_url or f"sqlite:///{directory / 'memory-bank.db'}",
         public_url=url,
         mcp_tools=mode,
         rate_limit_rpm=100_000,
@@ -73,3 +75,4 @@ def live_server(directory: Path, mode: McpToolsMode = McpToolsMode.meta) -> Iter
     finally:
         server.should_exit = True
         thread.join(timeout=20)
+        app.state.engine.dispose()
