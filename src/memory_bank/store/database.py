@@ -11,21 +11,30 @@ Engines never put statement parameters into exception text (``hide_parameters``)
 those are memory content and token hashes, and exception text ends up in logs.
 A lock that is still held when the wait runs out is ``DatabaseBusy`` (503, retry),
 not an unreachable database: the server answered, it was only contended.
+
+SQLite has one writer at a time, and its busy handler is no queue: waiting writers
+poll with growing sleeps, so under a burst a few of them lose every round and run out
+of time while the file is free most of the time. Write transactions of one process
+therefore queue for the file on a lock of their own (``_writer_queue``) before they
+touch it; the busy timeout is left to arbitrate between processes.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlmodel import Session
 
 from memory_bank.errors import ApiError, ErrorCode
@@ -38,6 +47,8 @@ from memory_bank.store.search_mysql import MysqlSearch
 from memory_bank.store.search_sqlite import SqliteSearch
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
+#: How long a write waits for this process's earlier writes to one SQLite file.
+SQLITE_WRITE_QUEUE_SECONDS = 30.0
 MYSQL_POOL_RECYCLE_SECONDS = 1800
 #: Per replica: the worker threads that run store calls, plus headroom for bursts.
 MYSQL_POOL_SIZE = 20
@@ -64,6 +75,30 @@ class DatabaseBusy(ApiError):
             headers={"Retry-After": str(BUSY_RETRY_AFTER_SECONDS)},
         )
         self.deadlock = deadlock
+
+
+_writer_queues: dict[str, threading.RLock] = {}
+_writer_queues_guard = threading.Lock()
+
+
+@contextmanager
+def _writer_queue(engine: Engine) -> Iterator[None]:
+    """Take this process's turn to write to the engine's SQLite file; a no-op elsewhere.
+
+    Re-entrant, so a write nested in another one on the same thread cannot wait for itself.
+    """
+    if engine.dialect.name != "sqlite" or not engine.url.database or engine.url.database == ":memory:":
+        yield
+        return
+    path = os.path.realpath(engine.url.database)
+    with _writer_queues_guard:
+        queue = _writer_queues.setdefault(path, threading.RLock())
+    if not queue.acquire(timeout=SQLITE_WRITE_QUEUE_SECONDS):
+        raise DatabaseBusy()
+    try:
+        yield
+    finally:
+        queue.release()
 
 
 def _driver_code(exc: DBAPIError) -> int | None:
@@ -175,10 +210,12 @@ def transaction(engine: Engine, *, write: bool = False) -> Iterator[Session]:
     """
     bind = engine.execution_options(**{_WRITE: True}) if write else engine
     try:
-        with Session(bind, expire_on_commit=False) as session, session.begin():
+        with _writer_queue(engine) if write else nullcontext(), Session(bind, expire_on_commit=False) as session, session.begin():
             yield session
     except DBAPIError as exc:
         busy = contention(exc)
         if busy is not None:
             raise busy from exc
         raise
+    except PoolTimeout as exc:  # every connection of the pool stayed in use for the whole wait
+        raise DatabaseBusy() from exc
