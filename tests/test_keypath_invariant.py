@@ -150,3 +150,19 @@ def test_migration_0004_keeps_the_newest_current_value_and_supersedes_the_rest(b
         assert rows[1].idempotency_key == content_key("acme", "ann", None, "vim")
         with pytest.raises(IntegrityError), engine.begin() as connection:
             connection.execute(sa.insert(MemoryRow.__table__).values({k: v for k, v in row(6, "ann", "ed", t0).items() if k != "pk"}))
+
+
+def test_an_import_that_would_add_a_second_current_value_is_refused_whole(make_client: Callable[..., TestClient]) -> None:
+    ann, bob = make_client("acme", "ann"), make_client("acme", "bob")
+    ann.put(f"/v1/memory/keypaths/{KEYPATH}", json={"content": "vim"})
+    ann.post("/v1/memory", json={"content": "an unrelated fact"})
+    exported = bob.put(f"/v1/memory/keypaths/{KEYPATH}", json={"content": "nano"})
+    assert exported.status_code == 201
+    body = bob.get("/v1/memory/export").text  # bob's live value at the same keypath, as ann would import it
+    before = ann.get("/v1/memory/export").text
+
+    response = ann.post("/v1/memory/import", content=body)
+
+    assert response.status_code == 409 and response.json()["code"] == "conflict", response.text
+    assert ann.get("/v1/memory/export").text == before
+    assert ann.get(f"/v1/memory/keypaths/{KEYPATH}").json()["content"] == "vim"
