@@ -18,6 +18,8 @@ from collections.abc import Iterator
 
 from sqlalchemy.exc import DBAPIError
 
+from memory_bank.store.database import driver_code
+
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
     """``exc`` and what caused it, the root cause first (the order Python prints them in)."""
@@ -32,9 +34,8 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
 def describe(exc: BaseException) -> str:
     """``sqlalchemy.exc.OperationalError (2013)``: the type and, for a driver error, its numeric code."""
     kind = f"{type(exc).__module__}.{type(exc).__qualname__}"
-    orig = exc.orig if isinstance(exc, DBAPIError) else None
-    args = getattr(orig, "sqlite_errorcode", None) or (getattr(orig, "args", ()) or (None,))[0]
-    return f"{kind} ({args})" if isinstance(args, int) else kind
+    code = driver_code(exc) if isinstance(exc, DBAPIError) else None
+    return kind if code is None else f"{kind} ({code})"
 
 
 def safe_traceback(exc: BaseException) -> str:

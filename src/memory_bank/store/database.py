@@ -101,7 +101,7 @@ def _writer_queue(engine: Engine) -> Iterator[None]:
         queue.release()
 
 
-def _driver_code(exc: DBAPIError) -> int | None:
+def driver_code(exc: DBAPIError) -> int | None:
     """The driver's numeric error code (sqlite3's extended code, MySQL's server error number)."""
     orig = exc.orig
     if isinstance(orig, sqlite3.Error):
@@ -112,7 +112,7 @@ def _driver_code(exc: DBAPIError) -> int | None:
 
 def contention(exc: DBAPIError) -> DatabaseBusy | None:
     """``DatabaseBusy`` when ``exc`` is a lock wait that ran out or a deadlock victim, else None."""
-    code = _driver_code(exc)
+    code = driver_code(exc)
     if code is None:
         return None
     if isinstance(exc.orig, sqlite3.Error):
