@@ -61,7 +61,7 @@ class ConcurrentChange(ApiError):
 
 
 def _keypath_taken(keypath: str) -> ApiError:
-    return _conflict(f"keypath {keypath!r} already has a current value; PUT /v1/memory/keypath to replace it")
+    return _conflict(f"keypath {keypath!r} already has a current value; PUT /v1/memory/keypaths/{keypath} to replace it")
 
 
 class MemoryStore:
@@ -285,9 +285,11 @@ class MemoryStore:
                 # Another PUT to this keypath committed first (the unique key, the guarded
                 # stamp or InnoDB's deadlock check said so): a PUT is a whole value, so it
                 # applies on top of the one that won. A lock wait that ran out is not retried.
-                attempts -= 1
-                if attempts == 0 or (isinstance(exc, DatabaseBusy) and not exc.deadlock):
+                if isinstance(exc, DatabaseBusy) and not exc.deadlock:
                     raise
+                attempts -= 1
+                if attempts == 0:
+                    raise ConcurrentChange() from None
 
     def _put_once(
         self, principal: Principal, agent: str | None, keypath: str, values: Mapping[str, Any]
