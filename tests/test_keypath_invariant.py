@@ -9,6 +9,8 @@ one chain. The migration resolves duplicates left from before.
 from __future__ import annotations
 
 import threading
+import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -18,10 +20,14 @@ import pytest
 import sqlalchemy as sa
 from alembic import command
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from memory_bank.store import migrations
+from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.store import MemoryStore, migrations
 from memory_bank.store.database import create_schema, make_engine
 from memory_bank.store.idempotency import content_key
 from memory_bank.store.tables import MemoryRow
@@ -166,3 +172,55 @@ def test_an_import_that_would_add_a_second_current_value_is_refused_whole(make_c
     assert response.status_code == 409 and response.json()["code"] == "conflict", response.text
     assert ann.get("/v1/memory/export").text == before
     assert ann.get(f"/v1/memory/keypaths/{KEYPATH}").json()["content"] == "vim"
+
+
+# -- the invariant under any sequence of writes --------------------------------------
+
+ACTORS = {"ann": ("acme", "ann"), "bob": ("acme", "bob"), "eve": ("globex", "eve")}
+operations = st.lists(
+    st.tuples(
+        st.sampled_from(sorted(ACTORS)),
+        st.sampled_from(["put", "post", "patch", "delete"]),
+        st.sampled_from(["k.one", "k.two"]),
+        st.sampled_from(["user", "org"]),
+        st.integers(min_value=0, max_value=7),
+    ),
+    max_size=14,
+)
+
+
+@examples(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=operations)
+def test_any_sequence_of_writes_keeps_one_current_value_per_owner_and_keypath(
+    store: MemoryStore, engine: Engine, make_principal, steps
+) -> None:
+    run = uuid.uuid4().hex[:8]  # examples share the database: each works under its own keypaths
+    principals = {name: make_principal(org, user, agent="agent-1") for name, (org, user) in ACTORS.items()}
+    seen: list[str] = []
+    for actor, operation, leaf, scope, pick in steps:
+        principal, keypath = principals[actor], f"{run}.{leaf}"
+        try:
+            if operation == "put":
+                seen.append(store.put_keypath(principal, keypath, {"content": f"{actor} {pick}", "scope": scope})[0].id)
+            elif operation == "post":
+                seen.append(store.create(principal, {"content": f"{actor} {pick} {run}", "keypath": keypath, "scope": scope})[0].id)
+            elif seen and operation == "patch":
+                seen.append(store.patch(principal, seen[pick % len(seen)], {"content": f"patched by {actor}"}).id)
+            elif seen:
+                store.delete(principal, seen[pick % len(seen)])
+        except ApiError as refused:
+            assert refused.code in (ErrorCode.not_found, ErrorCode.conflict)
+
+    with engine.connect() as connection:
+        rows = connection.execute(
+            sa.select(MemoryRow.chain_id, MemoryRow.org_id, MemoryRow.user_id, MemoryRow.keypath, MemoryRow.content,
+                      MemoryRow.superseded_at, MemoryRow.deleted_at).where(MemoryRow.keypath.startswith(run))
+        ).all()  # fmt: skip
+    live = Counter((r.org_id, r.user_id, r.keypath) for r in rows if r.superseded_at is None and r.deleted_at is None)
+    assert all(count == 1 for count in live.values()), live
+    owners: dict[str, set[str]] = {}
+    for r in rows:
+        owners.setdefault(r.chain_id, set()).add(r.user_id)
+        if r.content.startswith("patched by "):
+            assert r.content == f"patched by {r.user_id}"  # nobody's words are stored as another's
+    assert all(len(users) == 1 for users in owners.values())
