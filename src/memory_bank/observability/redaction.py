@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from sqlalchemy.exc import DBAPIError
 
-from memory_bank.store.database import driver_code
+from memory_bank.store.contention import driver_code
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:

@@ -15,16 +15,14 @@ not an unreachable database: the server answered, it was only contended.
 SQLite has one writer at a time, and its busy handler is no queue: waiting writers
 poll with growing sleeps, so under a burst a few of them lose every round and run out
 of time while the file is free most of the time. Write transactions of one process
-therefore queue for the file on a lock of their own (``_writer_queue``) before they
-touch it; the busy timeout is left to arbitrate between processes.
+therefore queue for the file (``contention.writer_queue``) before they touch it; the
+busy timeout is left to arbitrate between processes.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -37,89 +35,20 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlmodel import Session
 
-from memory_bank.errors import ApiError, ErrorCode
-
 from memory_bank.settings import Settings
 from memory_bank.store import agents_table, audit_table, tables  # noqa: F401  (registers the tables on SQLModel.metadata)
 from memory_bank.store import migrations
+from memory_bank.store.contention import DatabaseBusy, contention, writer_queue
 from memory_bank.store.search import SearchBackend
 from memory_bank.store.search_mysql import MysqlSearch
 from memory_bank.store.search_sqlite import SqliteSearch
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
-#: How long a write waits for this process's earlier writes to one SQLite file.
-SQLITE_WRITE_QUEUE_SECONDS = 30.0
 MYSQL_POOL_RECYCLE_SECONDS = 1800
 #: Per replica: the worker threads that run store calls, plus headroom for bursts.
 MYSQL_POOL_SIZE = 20
 MYSQL_POOL_OVERFLOW = 20
 _WRITE = "memory_bank_write"
-#: MySQL/MariaDB: lock wait timeout exceeded, deadlock found (the transaction was rolled back).
-_MYSQL_DEADLOCK = 1213
-_MYSQL_CONTENTION = frozenset({1205, _MYSQL_DEADLOCK})
-_SQLITE_CONTENTION = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-BUSY_RETRY_AFTER_SECONDS = 1
-
-
-class DatabaseBusy(ApiError):
-    """The database is up but a lock could not be had in time: a retry will likely succeed.
-
-    ``deadlock``: the server chose this transaction as a deadlock victim, which it does
-    at once, so retrying right away costs nothing (a lock wait that ran out already waited).
-    """
-
-    def __init__(self, *, deadlock: bool = False) -> None:
-        super().__init__(
-            ErrorCode.backend_unavailable,
-            "the database is busy with other writes; retry shortly",
-            headers={"Retry-After": str(BUSY_RETRY_AFTER_SECONDS)},
-        )
-        self.deadlock = deadlock
-
-
-_writer_queues: dict[str, threading.RLock] = {}
-_writer_queues_guard = threading.Lock()
-
-
-@contextmanager
-def _writer_queue(engine: Engine) -> Iterator[None]:
-    """Take this process's turn to write to the engine's SQLite file; a no-op elsewhere.
-
-    Re-entrant, so a write nested in another one on the same thread cannot wait for itself.
-    """
-    if engine.dialect.name != "sqlite" or not engine.url.database or engine.url.database == ":memory:":
-        yield
-        return
-    path = os.path.realpath(engine.url.database)
-    with _writer_queues_guard:
-        queue = _writer_queues.setdefault(path, threading.RLock())
-    if not queue.acquire(timeout=SQLITE_WRITE_QUEUE_SECONDS):
-        raise DatabaseBusy()
-    try:
-        yield
-    finally:
-        queue.release()
-
-
-def driver_code(exc: DBAPIError) -> int | None:
-    """The driver's numeric error code (sqlite3's extended code, MySQL's server error number)."""
-    orig = exc.orig
-    if isinstance(orig, sqlite3.Error):
-        return getattr(orig, "sqlite_errorcode", None)
-    args = getattr(orig, "args", ())
-    return args[0] if args and isinstance(args[0], int) else None
-
-
-def contention(exc: DBAPIError) -> DatabaseBusy | None:
-    """``DatabaseBusy`` when ``exc`` is a lock wait that ran out or a deadlock victim, else None."""
-    code = driver_code(exc)
-    if code is None:
-        return None
-    if isinstance(exc.orig, sqlite3.Error):
-        return DatabaseBusy() if code & 0xFF in _SQLITE_CONTENTION else None
-    return DatabaseBusy(deadlock=code == _MYSQL_DEADLOCK) if code in _MYSQL_CONTENTION else None
-
-
 def _json_serializer(value: Any) -> str:
     # Keep non-ASCII tags readable in the stored text: the FTS index tokenizes it.
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
@@ -210,7 +139,7 @@ def transaction(engine: Engine, *, write: bool = False) -> Iterator[Session]:
     """
     bind = engine.execution_options(**{_WRITE: True}) if write else engine
     try:
-        with _writer_queue(engine) if write else nullcontext(), Session(bind, expire_on_commit=False) as session, session.begin():
+        with writer_queue(engine) if write else nullcontext(), Session(bind, expire_on_commit=False) as session, session.begin():
             yield session
     except DBAPIError as exc:
         busy = contention(exc)

@@ -30,7 +30,8 @@ from memory_bank.errors import ApiError, ErrorCode, not_found
 from memory_bank.security.principal import Principal
 from memory_bank.store import importer
 from memory_bank.store.columns import new_id, utcnow
-from memory_bank.store.database import DatabaseBusy, search_backend, transaction
+from memory_bank.store.contention import DatabaseBusy
+from memory_bank.store.database import search_backend, transaction
 from memory_bank.store.filters import MemoryFilter, current, not_deleted, owned_by, visible_to
 from memory_bank.store.idempotency import content_hash, content_key, header_key
 from memory_bank.store.keyset import beyond, decode_cursor, encode_cursor, key_of, order
