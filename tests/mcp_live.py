@@ -39,9 +39,11 @@ class LiveServer:
     def mcp_url(self) -> str:
         return self.url + "/mcp"
 
-    def token(self, org: str | None = None, user: str = "ann", perms: Iterable[str] = READ_WRITE) -> str:
-        """A bearer token bound to an agent, in ``org`` (a fresh one by default, so tests never share data)."""
-        plaintext, _ = self.app.state.tokens.create(org or f"org-{uuid.uuid4().hex[:8]}", user, "agent-1", perms)
+    def token(
+        self, org: str | None = None, user: str = "ann", perms: Iterable[str] = READ_WRITE, agent: str | None = "agent-1"
+    ) -> str:
+        """A bearer token bound to ``agent``, in ``org`` (a fresh one by default, so tests never share data)."""
+        plaintext, _ = self.app.state.tokens.create(org or f"org-{uuid.uuid4().hex[:8]}", user, agent, perms)
         return str(plaintext)
 
     @asynccontextmanager
@@ -63,12 +65,15 @@ def post_rpc(http: httpx.Client, server: LiveServer, token: str, method: str, pa
 
 
 @contextmanager
-def live_server(directory: Path, mode: McpToolsMode = McpToolsMode.meta, rate_limit_rpm: int = 100_000) -> Iterator[LiveServer]:
-    """Serve a fresh app on SQLite in ``directory`` until the block ends (each org gets ``rate_limit_rpm``)."""
+def live_server(
+    directory: Path, mode: McpToolsMode = McpToolsMode.meta, rate_limit_rpm: int = 100_000, database_url: str | None = None
+) -> Iterator[LiveServer]:
+    """Serve a fresh app until the block ends, on ``database_url`` or else on SQLite in ``directory``
+    (each org gets ``rate_limit_rpm``)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     settings = Settings(
-        database_url=f"sqlite:///{directory / 'memory-bank.db'}",
+        database_url=database_url or f"sqlite:///{directory / 'memory-bank.db'}",
         public_url=url,
         mcp_tools=mode,
         rate_limit_rpm=rate_limit_rpm,
@@ -94,3 +99,4 @@ def serving(app: ASGIApp, port: int) -> Iterator[None]:
     finally:
         server.should_exit = True
         thread.join(timeout=20)
+        app.state.engine.dispose()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import time
@@ -20,12 +21,14 @@ from memory_bank.settings import Settings
 from memory_bank.store.audit_table import AuditEventRow
 from memory_bank.store.database import open_database
 
-AUDITED = ["request_id", "org_id", "agent_id", "tool_name", "latency_ms", "success", "error_code", "requested_at"]
+AUDITED = [
+    "request_id", "org_id", "agent_id", "tool_name", "latency_ms", "success", "error_code", "requested_at", "user_id", "token_id",
+]  # fmt: skip
 SECRET = "the launch code is swordfish-4471"
 
 
 def event(n: int = 0) -> AuditEvent:
-    return AuditEvent(f"req-{n}", "acme", None, "getMemory", 1.5, True, None, datetime.now(UTC))
+    return AuditEvent(f"req-{n}", "acme", None, "getMemory", 1.5, True, None, datetime.now(UTC), "ann", "tok-1")
 
 
 @pytest.fixture
@@ -33,7 +36,7 @@ def calls(settings: Settings, tmp_path) -> Iterator[dict[str, object]]:
     """A few real calls through the app; yields what they were, after the lifespan has drained the queue."""
     jsonl = tmp_path / "audit.jsonl"
     app = create_app(settings.model_copy(update={"audit_jsonl_path": jsonl}))
-    token = TokenStore(app.state.engine).create("acme", "ann", "laptop", ["memory:read", "memory:write"])[0]
+    token, token_row = TokenStore(app.state.engine).create("acme", "ann", "laptop", ["memory:read", "memory:write"])
     auth = {"Authorization": f"Bearer {token}"}
     with TestClient(app) as client:
         saved = client.post("/v1/memory", json={"content": SECRET, "tags": ["ops"]}, headers=auth | {"X-Request-ID": "req-save"})
@@ -41,7 +44,7 @@ def calls(settings: Settings, tmp_path) -> Iterator[dict[str, object]]:
         missing = client.get("/v1/memory/AAAAAAAAAAAAAAAAAAAAA", headers=auth)
         anonymous = client.get("/v1/memory")
         client.get("/health")
-    yield {"app": app, "token": token, "jsonl": jsonl, "responses": [saved, searched, missing, anonymous]}
+    yield {"app": app, "token": token, "token_id": token_row.id, "jsonl": jsonl, "responses": [saved, searched, missing, anonymous]}
     app.state.engine.dispose()
 
 
@@ -64,6 +67,8 @@ def test_every_api_call_leaves_one_event_with_its_outcome(calls) -> None:
     assert [r["request_id"] for r in rows] == [r.headers["x-request-id"] for r in calls["responses"]]
     assert rows[0]["request_id"] == "req-save"
     assert [(r["org_id"], r["agent_id"]) for r in rows] == [("acme", "laptop")] * 3 + [(None, None)]
+    # who acted: the user and the token by its id (which revokes it but cannot authenticate)
+    assert [(r["user_id"], r["token_id"]) for r in rows] == [("ann", calls["token_id"])] * 3 + [(None, None)]
     now = datetime.now(UTC)
     for row in rows:
         assert 0 < row["latency_ms"] < 10_000
@@ -74,7 +79,7 @@ def test_events_hold_the_audited_fields_and_no_content_arguments_or_tokens(calls
     rows = audit_rows(calls["app"])
     assert [name for name in rows[0] if name != "pk"] == AUDITED
     stored = json.dumps(rows, default=str) + calls["jsonl"].read_text()
-    for leaked in (SECRET, "swordfish", "ops", calls["token"]):
+    for leaked in (SECRET, "swordfish", "ops", calls["token"], hashlib.sha256(calls["token"].encode()).hexdigest()):
         assert leaked not in stored
 
 

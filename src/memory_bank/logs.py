@@ -5,9 +5,11 @@ Every record logged while a request is served carries that request's ``request_i
 (the one ``RequestIdMiddleware`` chose, echoed as ``X-Request-ID`` and stored in the
 audit event), so a log line, an audit event and a client's bug report join on it.
 
-``AccessLog`` writes one line per request: method, path, status, latency, request id
-and, once the bearer token was resolved, the org. Never the query string, headers or
-bodies: they carry tokens and memory content.
+``AccessLog`` writes one line per request: method, route (``/v1/memory/{memory_id}``),
+status, latency, request id and, once the bearer token was resolved, the org. Never
+the concrete path, query string, headers or bodies: they carry keypaths, tokens and
+memory content. Exceptions are logged by type, code
+and frames only (``observability.redaction``), for the same reason.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any, TextIO
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memory_bank.observability.redaction import RedactExceptions
 from memory_bank.settings import Profile
 
 ACCESS_LOGGER = "memory_bank.access"
@@ -68,6 +71,8 @@ class JsonFormatter(logging.Formatter):
         entry.update(_fields(record))
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
+        elif record.exc_text:  # already rendered (``RedactExceptions``)
+            entry["exception"] = record.exc_text
         return json.dumps(entry, default=str, ensure_ascii=False)
 
 
@@ -102,6 +107,7 @@ def configure_logging(profile: Profile, level: int = logging.INFO) -> None:
     handler = _StderrHandler()
     handler.setFormatter(ReadableFormatter() if profile is Profile.development else JsonFormatter())
     handler.addFilter(_RequestContext())
+    handler.addFilter(RedactExceptions())
     root.addHandler(handler)
     root.setLevel(level)
     for name in ("uvicorn", "uvicorn.error"):
@@ -146,9 +152,10 @@ class AccessLog:
 
     def _write(self, scope: Scope, state: dict[str, Any], status: int, latency_ms: float) -> None:
         principal = state.get("principal")
+        # The route's template, not the path: a path can carry data (a keypath is the caller's words).
         fields = {
             "method": scope["method"],
-            "path": scope["path"],
+            "path": getattr(scope.get("route"), "path", None) or scope["path"],
             "status": status,
             "latency_ms": round(latency_ms, 2),
             "org_id": getattr(principal, "org_id", None),

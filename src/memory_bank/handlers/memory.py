@@ -4,6 +4,10 @@ Each method turns validated request models into store calls and store rows into
 response models; nothing here touches SQL or decides who may see what (the store
 does, in its queries). The store is synchronous, so every call runs in a worker
 thread to keep the event loop free.
+
+Every write, whatever it writes (a memory, a version, a tombstone, feedback), first
+resolves the agent it acts as (``AgentResolver.resolve_agent``): an agent-less token or
+a deactivated agent cannot change anything.
 """
 
 from __future__ import annotations
@@ -119,6 +123,7 @@ class MemoryHandlers:
         return Reply(to_memory(row))
 
     async def delete_memory(self, principal: Principal, *, memory_id: str) -> Reply[None]:
+        await self._agents.resolve_agent(principal, None)
         await _off_loop(self._store.delete, principal, memory_id)
         return Reply(None)
 
@@ -129,5 +134,6 @@ class MemoryHandlers:
     async def post_memory_feedback(
         self, principal: Principal, *, memory_id: str, body: models.FeedbackCreate
     ) -> Reply[models.Feedback]:
+        await self._agents.resolve_agent(principal, None)
         row = await _off_loop(self._store.add_feedback, principal, memory_id, body.model_dump(exclude_none=True))
         return Reply(to_model(models.Feedback, row), 201)

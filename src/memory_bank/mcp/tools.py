@@ -170,6 +170,8 @@ class Toolbox:
             AuditEvent(
                 request_id=caller.request_id,
                 org_id=caller.principal.org_id,
+                user_id=caller.principal.user_id,
+                token_id=caller.principal.token_id,
                 agent_id=caller.principal.agent_id,
                 tool_name=name[:MAX_TOOL_NAME],
                 latency_ms=(time.perf_counter() - start) * 1000,

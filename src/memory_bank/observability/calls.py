@@ -89,6 +89,8 @@ class CallObserver:
                         AuditEvent(
                             request_id=state.get("request_id"),
                             org_id=principal.org_id if principal else None,
+                            user_id=principal.user_id if principal else None,
+                            token_id=principal.token_id if principal else None,
                             agent_id=attribution.agent_id or (principal.agent_id if principal else None),
                             tool_name=operation_id,
                             latency_ms=round(seconds * 1000, 3),

@@ -86,7 +86,11 @@ class AgentResolver:
         self._agents = agents
 
     async def resolve_agent(self, principal: Principal, requested_agent_id: str | None) -> str:
-        """The agent this write acts as, or ``permission_denied``; also names it in the audit event."""
+        """The agent this write acts as, or ``permission_denied``; also names it in the audit event.
+
+        Call it before every write operation, with the ``agent_id`` the request names
+        (None where the operation has no such field).
+        """
         agent_id = principal.agent_id or requested_agent_id
         if agent_id is None:
             raise ApiError(ErrorCode.permission_denied, NO_AGENT)

@@ -9,7 +9,8 @@ transport) can record, whatever loop it runs on. ``stop()`` drains what is queue
 so a clean shutdown loses nothing.
 
 Events carry ids, the operation, timing and outcome only: never content,
-arguments or tokens.
+arguments or tokens. The token appears by its id (``token_id``), which names it for
+``token revoke`` but cannot be used to authenticate.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ class AuditEvent:
     success: bool
     error_code: str | None
     requested_at: datetime
+    user_id: str | None
+    #: The token's public id, never the token.
+    token_id: str | None
 
 
 class AuditSink(Protocol):

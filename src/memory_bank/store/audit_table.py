@@ -29,3 +29,6 @@ class AuditEventRow(SQLModel, table=True):
     success: bool
     error_code: str | None = Field(default=None, max_length=32)
     requested_at: datetime = Field(sa_type=UTCDateTime)
+    user_id: str | None = Field(default=None, max_length=128)
+    #: The token's public id (``token.id``), never the token or its hash.
+    token_id: str | None = Field(default=None, max_length=128)

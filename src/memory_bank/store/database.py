@@ -6,6 +6,17 @@ and a busy timeout, and write transactions start with ``BEGIN IMMEDIATE``: a
 deferred transaction that reads and then writes fails at once with "database is
 locked" when another writer committed in between, whereas an immediate one waits
 its turn (up to the busy timeout).
+
+Engines never put statement parameters into exception text (``hide_parameters``):
+those are memory content and token hashes, and exception text ends up in logs.
+A lock that is still held when the wait runs out is ``DatabaseBusy`` (503, retry),
+not an unreachable database: the server answered, it was only contended.
+
+SQLite has one writer at a time, and its busy handler is no queue: waiting writers
+poll with growing sleeps, so under a burst a few of them lose every round and run out
+of time while the file is free most of the time. Write transactions of one process
+therefore queue for the file (``contention.writer_queue``) before they touch it; the
+busy timeout is left to arbitrate between processes.
 """
 
 from __future__ import annotations
@@ -14,17 +25,20 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlmodel import Session
 
 from memory_bank.settings import Settings
 from memory_bank.store import agents_table, audit_table, tables  # noqa: F401  (registers the tables on SQLModel.metadata)
 from memory_bank.store import migrations
+from memory_bank.store.contention import DatabaseBusy, contention, writer_queue
 from memory_bank.store.search import SearchBackend
 from memory_bank.store.search_mysql import MysqlSearch
 from memory_bank.store.search_sqlite import SqliteSearch
@@ -35,8 +49,6 @@ MYSQL_POOL_RECYCLE_SECONDS = 1800
 MYSQL_POOL_SIZE = 20
 MYSQL_POOL_OVERFLOW = 20
 _WRITE = "memory_bank_write"
-
-
 def _json_serializer(value: Any) -> str:
     # Keep non-ASCII tags readable in the stored text: the FTS index tokenizes it.
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
@@ -49,6 +61,7 @@ def make_engine(url: str) -> Engine:
         return sa.create_engine(
             url,
             json_serializer=_json_serializer,
+            hide_parameters=True,
             pool_pre_ping=True,
             pool_recycle=MYSQL_POOL_RECYCLE_SECONDS,
             pool_size=MYSQL_POOL_SIZE,
@@ -56,7 +69,7 @@ def make_engine(url: str) -> Engine:
             connect_args={"charset": "utf8mb4"},
         )
     engine = sa.create_engine(
-        url, json_serializer=_json_serializer, connect_args={"check_same_thread": False}
+        url, json_serializer=_json_serializer, hide_parameters=True, connect_args={"check_same_thread": False}
     )
 
     @event.listens_for(engine, "connect")
@@ -125,5 +138,13 @@ def transaction(engine: Engine, *, write: bool = False) -> Iterator[Session]:
     handed back to handlers after the session is gone.
     """
     bind = engine.execution_options(**{_WRITE: True}) if write else engine
-    with Session(bind, expire_on_commit=False) as session, session.begin():
-        yield session
+    try:
+        with writer_queue(engine) if write else nullcontext(), Session(bind, expire_on_commit=False) as session, session.begin():
+            yield session
+    except DBAPIError as exc:
+        busy = contention(exc)
+        if busy is not None:
+            raise busy from exc
+        raise
+    except PoolTimeout as exc:  # every connection of the pool stayed in use for the whole wait
+        raise DatabaseBusy() from exc

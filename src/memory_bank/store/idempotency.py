@@ -5,21 +5,32 @@ from either the client's ``Idempotency-Key`` header or the content itself (DESIG
 §4). Both derivations also take the user: without it, two users of one organisation
 saving the same words with no agent would share a key, and the second would be
 handed the first user's private memory.
+
+The parts are hashed as a JSON array, not joined with a separator: ids may contain
+any separator (user ``a:b`` with header ``c`` and user ``a`` with header ``b:c``
+joined to the same text), whereas a JSON array reads back into exactly its parts.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import unicodedata
 
-#: Marks keys derived from content; those are released when the memory is deleted,
-#: so the same words can be saved again. Header keys are the client's and stay.
-CONTENT_KEY_PREFIX = "sha256:"
+#: Keep the two kinds of key apart, so a header can never reproduce a content key.
+#: Deleting a memory releases both kinds (``MemoryStore.delete``): a forgotten memory
+#: must not hold its key, or saving the same words again would answer with a tombstone.
+_CONTENT_KEY_PREFIX = "sha256:"
 _HEADER_KEY_PREFIX = "key:"
 
 
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _digest(*parts: str | None) -> str:
+    """An unambiguous hash of ``parts``: distinct tuples never share an encoding."""
+    return _sha256(json.dumps(parts, ensure_ascii=False, separators=(",", ":")))
 
 
 def normalized(content: str) -> str:
@@ -32,9 +43,9 @@ def content_hash(content: str) -> str:
 
 
 def content_key(org_id: str, user_id: str, agent_id: str | None, content: str) -> str:
-    return CONTENT_KEY_PREFIX + _sha256(f"{org_id}:{user_id}:{agent_id or ''}:{normalized(content)}")
+    return _CONTENT_KEY_PREFIX + _digest(org_id, user_id, agent_id, normalized(content))
 
 
-def header_key(user_id: str, header: str) -> str:
-    """Hashed so that any header (up to 255 chars) plus the user fits the column."""
-    return _HEADER_KEY_PREFIX + _sha256(f"{user_id}:{header}")
+def header_key(org_id: str, user_id: str, header: str) -> str:
+    """Hashed so that any header (up to 255 chars) plus its owner fits the column."""
+    return _HEADER_KEY_PREFIX + _digest(org_id, user_id, header)

@@ -5,6 +5,13 @@ Writes never overwrite: a change inserts a new version row and stamps the old on
 ``superseded_at``; a delete stamps the head ``deleted_at`` (a tombstone). The stamp
 is a guarded UPDATE (``... WHERE superseded_at IS NULL``) so that two racing
 writers cannot both extend a chain: the loser gets 409.
+
+Reading and writing are scoped differently: an org-scoped memory is readable (and
+can be given feedback) by everyone in the organisation, but only its owner may
+change or delete it; to anyone else it is 404, like any memory that is not theirs.
+One owner has at most one current value per keypath: the database enforces it
+(``uq_memory_current_keypath``, migration 0004), and a PUT that loses a race to it
+retries on the value that won.
 """
 
 from __future__ import annotations
@@ -23,9 +30,10 @@ from memory_bank.errors import ApiError, ErrorCode, not_found
 from memory_bank.security.principal import Principal
 from memory_bank.store import importer
 from memory_bank.store.columns import new_id, utcnow
+from memory_bank.store.contention import DatabaseBusy
 from memory_bank.store.database import search_backend, transaction
 from memory_bank.store.filters import MemoryFilter, current, not_deleted, owned_by, visible_to
-from memory_bank.store.idempotency import CONTENT_KEY_PREFIX, content_hash, content_key, header_key
+from memory_bank.store.idempotency import content_hash, content_key, header_key
 from memory_bank.store.keyset import beyond, decode_cursor, encode_cursor, key_of, order
 from memory_bank.store.embeddings import Embedder
 from memory_bank.store.indexing import EMBEDDER_OPTION
@@ -38,8 +46,23 @@ VERSIONED_FIELDS = (
 )  # fmt: skip
 
 
+#: A PUT racing others to one keypath re-reads and tries again this often before giving up with 409.
+PUT_ATTEMPTS = 8
+
+
 def _conflict(detail: str) -> ApiError:
     return ApiError(ErrorCode.conflict, detail)
+
+
+class ConcurrentChange(ApiError):
+    """Another writer extended or deleted the chain between our read and our write."""
+
+    def __init__(self) -> None:
+        super().__init__(ErrorCode.conflict, "the memory was changed concurrently; read it again")
+
+
+def _keypath_taken(keypath: str) -> ApiError:
+    return _conflict(f"keypath {keypath!r} already has a current value; PUT /v1/memory/keypaths/{keypath} to replace it")
 
 
 class MemoryStore:
@@ -64,24 +87,34 @@ class MemoryStore:
         values = {k: v for k, v in fields.items() if k != "agent_id"}
         agent = principal.agent_id or fields.get("agent_id")
         key = (
-            header_key(principal.user_id, idempotency_key)
+            header_key(principal.org_id, principal.user_id, idempotency_key)
             if idempotency_key is not None
             else content_key(principal.org_id, principal.user_id, agent, values["content"])
         )
         digest = content_hash(values["content"])
+        keypath: str | None = values.get("keypath")
         try:
             with transaction(self._engine, write=True) as session:
                 first = self._by_key(session, principal, key)
                 if first is None:
+                    if keypath is not None and self._current_at(session, principal, keypath) is not None:
+                        raise _keypath_taken(keypath)
                     return self._insert(session, principal, agent, values, idempotency_key=key), True
         except IntegrityError:
             with transaction(self._engine) as session:
                 first = self._by_key(session, principal, key)
+                if first is None and keypath is not None and self._current_at(session, principal, keypath) is not None:
+                    raise _keypath_taken(keypath) from None
             if first is None:
                 raise
         if first.content_hash != digest:
             raise _conflict("this Idempotency-Key was already used for different content")
         return first, False
+
+    def _current_at(self, session: Session, principal: Principal, keypath: str) -> MemoryRow | None:
+        """The caller's own current value at ``keypath``, if any."""
+        statement = sa.select(MemoryRow).where(owned_by(principal), col(MemoryRow.keypath) == keypath, current())
+        return session.scalars(statement).first()
 
     def _by_key(self, session: Session, principal: Principal, key: str) -> MemoryRow | None:
         statement = sa.select(MemoryRow).where(owned_by(principal), col(MemoryRow.idempotency_key) == key)
@@ -128,6 +161,10 @@ class MemoryStore:
 
     def _readable(self, session: Session, principal: Principal, memory_id: str) -> MemoryRow:
         return self._one(session, col(MemoryRow.id) == memory_id, visible_to(principal), not_deleted())
+
+    def _writable(self, session: Session, principal: Principal, memory_id: str) -> MemoryRow:
+        """A version the caller owns: readable is not enough to change or delete it."""
+        return self._one(session, col(MemoryRow.id) == memory_id, owned_by(principal), not_deleted())
 
     def _one(self, session: Session, *where: ColumnElement[bool]) -> MemoryRow:
         row = session.scalars(sa.select(MemoryRow).where(*where)).first()
@@ -187,20 +224,20 @@ class MemoryStore:
     ) -> MemoryRow:
         """Write the next version with ``changes`` applied; only the head can be patched."""
         with transaction(self._engine, write=True) as session:
-            head = self._readable(session, principal, memory_id)
+            head = self._writable(session, principal, memory_id)
             if head.superseded_at is not None:
                 raise _conflict("this version was superseded; patch the current version instead")
             if expected_version is not None and expected_version != head.version:
                 raise _conflict(f"expected version {expected_version}, but the current version is {head.version}")
             values = {name: getattr(head, name) for name in VERSIONED_FIELDS} | dict(changes)
-            return self._supersede(session, principal, head, values)
+            return self._supersede(session, principal, principal.agent_id, head, values)
 
     def _supersede(
-        self, session: Session, principal: Principal, head: MemoryRow, values: Mapping[str, Any]
+        self, session: Session, principal: Principal, agent: str | None, head: MemoryRow, values: Mapping[str, Any]
     ) -> MemoryRow:
         now = utcnow()
         self._stamp(session, head, "superseded_at", now)
-        return self._insert(session, principal, principal.agent_id, values, predecessor=head, now=now)
+        return self._insert(session, principal, agent, values, predecessor=head, now=now)
 
     def _stamp(self, session: Session, head: MemoryRow, column: str, moment: datetime) -> None:
         """Set ``column`` (superseded_at or deleted_at) on the chain head, unless a racing writer did first."""
@@ -211,18 +248,22 @@ class MemoryStore:
             .execution_options(synchronize_session=False)
         )
         if result.rowcount != 1:
-            raise _conflict("the memory was changed concurrently; read it again")
+            raise ConcurrentChange()
 
     def delete(self, principal: Principal, memory_id: str) -> None:
-        """Tombstone the head; frees its content-derived key so the words can be saved again."""
+        """Tombstone the head and free the chain's idempotency keys, header and content alike.
+
+        A forgotten memory holds no key: saving the same words again, or replaying the
+        same Idempotency-Key, creates a live memory instead of answering with the tombstone.
+        """
         with transaction(self._engine, write=True) as session:
-            head = self._readable(session, principal, memory_id)
+            head = self._writable(session, principal, memory_id)
             if head.superseded_at is not None:
                 raise _conflict("this version was superseded; delete the current version instead")
             self._stamp(session, head, "deleted_at", utcnow())
             session.execute(
                 sa.update(MemoryRow)
-                .where(col(MemoryRow.chain_id) == head.chain_id, col(MemoryRow.idempotency_key).startswith(CONTENT_KEY_PREFIX))
+                .where(col(MemoryRow.chain_id) == head.chain_id, col(MemoryRow.idempotency_key).is_not(None))
                 .values(idempotency_key=None)
                 .execution_options(synchronize_session=False)
             )
@@ -237,18 +278,31 @@ class MemoryStore:
         """
         values = {k: v for k, v in fields.items() if k != "agent_id"} | {"keypath": keypath}
         agent = principal.agent_id or fields.get("agent_id")
+        attempts = PUT_ATTEMPTS
+        while True:
+            try:
+                return self._put_once(principal, agent, keypath, values)
+            except (IntegrityError, ConcurrentChange, DatabaseBusy) as exc:
+                # Another PUT to this keypath committed first (the unique key, the guarded
+                # stamp or InnoDB's deadlock check said so): a PUT is a whole value, so it
+                # applies on top of the one that won. A lock wait that ran out is not retried.
+                if isinstance(exc, DatabaseBusy) and not exc.deadlock:
+                    raise
+                attempts -= 1
+                if attempts == 0:
+                    raise ConcurrentChange() from None
+
+    def _put_once(
+        self, principal: Principal, agent: str | None, keypath: str, values: Mapping[str, Any]
+    ) -> tuple[MemoryRow, bool]:
         with transaction(self._engine, write=True) as session:
-            head = session.scalars(
-                sa.select(MemoryRow)
-                .where(owned_by(principal), col(MemoryRow.keypath) == keypath, current())
-                .order_by(*order(descending=True))
-            ).first()
+            head = self._current_at(session, principal, keypath)
             if head is None:
                 return self._insert(session, principal, agent, values), True
             candidate = MemoryRow(**values)
             if all(getattr(candidate, f) == getattr(head, f) for f in VERSIONED_FIELDS) and agent == head.agent_id:
                 return head, False
-            return self._supersede(session, principal, head, values), False
+            return self._supersede(session, principal, agent, head, values), False
 
     def get_keypath(self, principal: Principal, keypath: str) -> MemoryRow:
         """The current value at ``keypath``: the caller's own first, else the newest shared one."""
@@ -267,7 +321,7 @@ class MemoryStore:
 
     def add_feedback(self, principal: Principal, memory_id: str, fields: Mapping[str, Any]) -> FeedbackRow:
         with transaction(self._engine, write=True) as session:
-            memory = self._readable(session, principal, memory_id)
+            memory = self._readable(session, principal, memory_id)  # feedback needs only read access
             row = FeedbackRow(**fields, memory_id=memory.id, org_id=principal.org_id, user_id=principal.user_id)
             session.add(row)
             session.flush()
@@ -285,7 +339,16 @@ class MemoryStore:
             return list(session.scalars(statement))
 
     def import_records(self, principal: Principal, records: Sequence[importer.Record]) -> tuple[int, int]:
-        """Write exported records into the caller's account in one transaction: (imported, skipped)."""
-        with transaction(self._engine, write=True) as session:
-            return importer.write(session, principal, records)
+        """Write exported records into the caller's account in one transaction: (imported, skipped).
+
+        A live record at a keypath where the caller already has a current value (or a
+        concurrent write taking one of its ids) trips a unique key: nothing is imported, 409.
+        """
+        try:
+            with transaction(self._engine, write=True) as session:
+                return importer.write(session, principal, records)
+        except IntegrityError:
+            raise _conflict(
+                "the import would give a keypath a second current value, or collides with a concurrent write; nothing was imported"
+            ) from None
 

@@ -5,6 +5,11 @@ Every memory version is its own row and rows are never rewritten except to stamp
 export are plain reads. ``pk`` is a surrogate integer: it anchors the SQLite FTS5
 external-content index and keeps InnoDB inserts sequential, while ``id`` is the
 public random id.
+
+One index lives in the migrations only: ``uq_memory_current_keypath`` (0004), at
+most one current row per (org, user, keypath). Its form differs by backend (a
+partial index on SQLite, a generated column on MariaDB/MySQL), which a model-level
+``Index`` cannot say; the ORM never reads or writes that column.
 """
 
 from __future__ import annotations
