@@ -28,8 +28,12 @@ MIN_MEMORY_WIDTH = 20
 
 
 def _preview(content: str) -> str:
+    """The content on one line, cut at a word (one that long is cut anyway) past the preview's length."""
     flat = " ".join(content.split())
-    return flat if len(flat) <= CONTENT_PREVIEW else flat[: CONTENT_PREVIEW - 1] + "…"
+    if len(flat) <= CONTENT_PREVIEW:
+        return flat
+    cut = flat[: CONTENT_PREVIEW - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
 
 
 def _memory_cell(row: MemoryRow) -> Text:

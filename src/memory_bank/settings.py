@@ -142,16 +142,17 @@ def start_refusals(settings: Settings) -> list[str]:
 
 
 def setting_errors(error: ValidationError) -> list[str]:
-    """One line per bad variable, naming it, what it was (unless secret) and what it must be."""
+    """One line per bad variable, naming it, what it was (quoted, unless secret) and what it must be."""
     lines: dict[str, str] = {}
     for detail in error.errors():
-        field = str(detail["loc"][0]) if detail["loc"] else ""
+        field, *inner = [str(part) for part in detail["loc"]] or [""]
         variable = f"{ENV_PREFIX}{field.upper()}"
         if variable in lines:
             continue  # a union reports each of its arms; the first says enough
-        shown = "" if field in SECRET_FIELDS or not isinstance(detail["input"], str) else f"={detail['input']}"
+        shown = "" if field in SECRET_FIELDS or not isinstance(detail["input"], str) else f"={detail['input']!r}"
+        where = "".join(f"{part}: " for part in inner)  # e.g. the org of an override
         message = str(detail["msg"]).removeprefix("Value error, ")
-        lines[variable] = f"{variable}{shown}: {message}"
+        lines[variable] = f"{variable}{shown}: {where}{message}"
     return list(lines.values())
 
 
