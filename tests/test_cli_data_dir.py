@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from memory_bank import cli_serve
 from memory_bank.security.tokens import TokenStore
 from memory_bank.settings import Settings
 from memory_bank.store import open_database
@@ -73,3 +74,17 @@ def test_the_database_url_still_overrides_the_default(user: User, tmp_path: Path
     made = user.run("here", "token", "create", "--org", "a", "--user", "b", "--permissions", "memory:read",
                     MEMORY_BANK_DATABASE_URL=f"sqlite:///{chosen}")  # fmt: skip
     assert made.returncode == 0 and chosen.is_file() and not user.database.exists()
+
+
+def test_serve_points_at_a_database_an_older_version_left_in_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After the default moved, a user who starts serve where the old file is learns how to keep it."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MEMORY_BANK_DATABASE_URL", raising=False)
+    (tmp_path / "memory-bank.db").write_bytes(b"")
+    cli_serve.point_at_old_database(Settings())
+    note = " ".join(capsys.readouterr().err.split())
+    assert f"MEMORY_BANK_DATABASE_URL=sqlite:///{tmp_path / 'memory-bank.db'}" in note
+    cli_serve.point_at_old_database(Settings(database_url=f"sqlite:///{tmp_path / 'memory-bank.db'}"))
+    assert capsys.readouterr().err == ""  # it is the one in use

@@ -50,7 +50,7 @@ def _bootstrap_dev_token(tokens: TokenStore, base_url: str) -> None:
     stderr.print(f"curl -s '{base_url}/v1/memory/search?q=hello' -H 'Authorization: Bearer {plaintext}'")
 
 
-def _point_at_old_database(config: Settings) -> None:
+def point_at_old_database(config: Settings) -> None:
     """An upgrade moved the default database out of the working directory: say where an old one is."""
     if "database_url" not in config.model_fields_set and OLD_DATABASE.is_file():
         stderr.print(
@@ -77,7 +77,7 @@ def serve(
     with plain_errors():
         app = create_app(config)
         if config.env is Profile.development:
-            _point_at_old_database(config)
+            point_at_old_database(config)
             _bootstrap_dev_token(app.state.tokens, config.public_url)
     # Logging is the app's (create_app configured it): uvicorn must not install its own.
     uvicorn.Server(uvicorn.Config(app, log_config=None)).run(sockets=[listener])
