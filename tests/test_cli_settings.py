@@ -10,8 +10,10 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from importlib.metadata import version
+from ipaddress import IPv4Address, IPv6Address, ip_address
 from pathlib import Path
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -129,3 +131,25 @@ def test_a_port_in_use_fails_before_a_development_token_is_minted(cli: CliRunner
     assert lines(result.stderr) == [f"memory-bank serve: cannot listen on 127.0.0.1:{port}: Address already in use"]
     assert "Development token" not in result.output
     assert TokenStore(open_database(Settings(database_url=database_url))).count() == 0
+
+
+def test_an_unwritable_data_directory_is_one_line_naming_the_way_out(cli: CliRunner, tmp_path: Path) -> None:
+    blocked = tmp_path / "file-not-folder"
+    blocked.write_text("")
+    result = invoke(cli, ["token", "list"], XDG_DATA_HOME=str(blocked))
+    assert result.exit_code == 2
+    (line,) = lines(result.stderr)
+    assert line.startswith("MEMORY_BANK_DATABASE_URL: unset, and the user data directory fails")
+
+
+@given(address=st.ip_addresses(), port=st.integers(1, 65535))
+def test_the_public_url_serve_derives_is_a_url_of_the_bound_address(address: IPv4Address | IPv6Address, port: int) -> None:
+    url = httpx.URL(Settings(database_url="sqlite://").bound_to(str(address), port).public_url)
+    loopback = ip_address("::1" if address.version == 6 else "127.0.0.1")
+    assert (ip_address(url.host), url.port, url.path) == (loopback if address.is_unspecified else address, port, "/")
+
+
+def test_an_explicit_public_url_is_kept_and_a_name_is_used_as_it_is() -> None:
+    explicit = Settings(database_url="sqlite://", public_url="https://memory.example.com")
+    assert explicit.bound_to("0.0.0.0", 9000).public_url == "https://memory.example.com"
+    assert Settings(database_url="sqlite://").bound_to("localhost", 9000).public_url == "http://localhost:9000"

@@ -58,6 +58,9 @@ def settings() -> Settings:
         for line in setting_errors(exc):
             stderr.print(escape(line))
         raise typer.Exit(2) from None
+    except OSError as exc:  # the default database's folder cannot be made
+        stderr.print(escape(f"MEMORY_BANK_DATABASE_URL: unset, and the user data directory fails: {exc}"))
+        raise typer.Exit(2) from None
 
 
 def database() -> Engine:
