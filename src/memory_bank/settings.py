@@ -98,6 +98,7 @@ class Settings(BaseSettings):
 
     @property
     def database(self) -> URL:
+        """The database URL parsed (checked by the validator above), for its backend and parts."""
         return make_url(self.database_url)
 
     def bound_to(self, host: str, port: int) -> Settings:
