@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 
 import backends
 import pytest
@@ -21,6 +23,20 @@ DEFAULT_AGENT = "agent-1"
 
 MakeToken = Callable[..., str]
 MakeClient = Callable[..., TestClient]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def user_data_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The default database lives in the user data directory: tests, and the servers they
+    start, get one of their own so that they never write into the real one."""
+    home = tmp_path_factory.mktemp("xdg-data")
+    previous = os.environ.get("XDG_DATA_HOME")
+    os.environ["XDG_DATA_HOME"] = str(home)
+    yield home
+    if previous is None:
+        del os.environ["XDG_DATA_HOME"]
+    else:
+        os.environ["XDG_DATA_HOME"] = previous
 
 
 @pytest.fixture(scope="session")

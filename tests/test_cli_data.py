@@ -155,10 +155,16 @@ def test_an_import_with_semantic_search_on_stores_vectors(run: Run, store: Memor
     assert found.exit_code == 0 and "puppy" in found.stdout
 
 
-def test_db_embed_without_the_semantic_extra_says_so(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_db_embed_without_the_semantic_extra_says_how_to_install_it_from_the_checkout(
+    run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(embeddings, "load_embedder", lambda: None)
+    result = run("db", "embed")
     # the install hint's [semantic] is printed as text, not swallowed as console markup
-    assert_fails(run("db", "embed"), "backend_unavailable", "pip install 'memory-bank[semantic]'")
+    assert_fails(result, "backend_unavailable", "pip install -e '.[semantic]'")
+    flat = " ".join(result.stderr.split())
+    assert embeddings.INSTALL_SEMANTIC in flat and "download.pytorch.org/whl/cpu" in flat
+    assert "memory-bank[semantic]" not in flat  # that name on the package index is another project
 
 
 def test_token_list_shows_live_tokens_and_revoke_stops_one(run: Run) -> None:

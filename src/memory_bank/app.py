@@ -24,7 +24,7 @@ from memory_bank.generated.routes import build_router
 from memory_bank.generated.spec import SPEC
 from memory_bank.handlers import MemoryHandlers
 from memory_bank.handlers.capabilities import CapabilityHandlers
-from memory_bank.logs import AccessLog, configure_logging
+from memory_bank.logs import AccessLog, configure_logging, log_start
 from memory_bank.mcp.http import McpHttp
 from memory_bank.mcp.tools import Toolbox
 from memory_bank.middleware import RequestIdMiddleware, UnexpectedErrorMiddleware
@@ -58,6 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        log_start(settings)
         with operations.running():
             async with mcp_http.running():
                 yield

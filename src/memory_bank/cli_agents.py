@@ -11,9 +11,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from memory_bank.cli_support import ID_ARGUMENT, database
 from memory_bank.security.agents import AgentStore
-from memory_bank.settings import get_settings
-from memory_bank.store.database import open_database
 
 agent_app = typer.Typer(help="Agents: who writes on a user's behalf.", no_args_is_help=True)
 
@@ -21,7 +20,7 @@ _stderr = Console(stderr=True, soft_wrap=True)
 
 
 def _agents() -> AgentStore:
-    return AgentStore(open_database(get_settings()))
+    return AgentStore(database())
 
 
 @agent_app.command("create")
@@ -34,7 +33,7 @@ def agent_create(
     _stderr.print("Writes name it with agent_id, or bind a token to it: token create --agent <id>.", style="dim")
 
 
-@agent_app.command("deactivate")
+@agent_app.command("deactivate", context_settings=ID_ARGUMENT)
 def agent_deactivate(
     agent_id: Annotated[str, typer.Argument(help="The agent's id.", metavar="ID")],
     org: Annotated[str | None, typer.Option(help="Its organisation; needed when the id exists in several.")] = None,

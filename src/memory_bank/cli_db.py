@@ -14,8 +14,7 @@ from __future__ import annotations
 import typer
 from rich.console import Console
 
-from memory_bank.cli_support import database, plain_errors, progress
-from memory_bank.settings import get_settings
+from memory_bank.cli_support import database, plain_errors, progress, settings
 from memory_bank.store.database import create_schema, make_engine
 from memory_bank.store.embeddings import required_embedder
 from memory_bank.store.indexing import backfill_embeddings, missing_embeddings
@@ -28,7 +27,7 @@ _stderr = Console(stderr=True, soft_wrap=True)
 @db_app.command()
 def upgrade() -> None:
     """Apply pending migrations and add the full-text index if missing; safe to repeat."""
-    engine = make_engine(get_settings().database_url)
+    engine = make_engine(settings().database_url)
     try:
         before, after = create_schema(engine)
     finally:

@@ -10,10 +10,12 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from memory_bank.cli_support import Org, User, fail, memory_store, owner, plain_errors, stderr, stdout
 from memory_bank.errors import ErrorCode
 from memory_bank.store.filters import MemoryFilter
+from memory_bank.store.tables import MemoryRow
 
 #: The spec's bounds for q and limit.
 MAX_QUERY_CHARS = 2000
@@ -21,11 +23,28 @@ MAX_LIMIT = 100
 #: Content is cut to this many characters in the table; `memory-bank export` has it all.
 CONTENT_PREVIEW = 160
 ID_WIDTH = 21
+#: The content column's floor: below it a terminal is too narrow for any table.
+MIN_MEMORY_WIDTH = 20
 
 
 def _preview(content: str) -> str:
+    """The content on one line, cut at a word (one that long is cut anyway) past the preview's length."""
     flat = " ".join(content.split())
-    return flat if len(flat) <= CONTENT_PREVIEW else flat[: CONTENT_PREVIEW - 1] + "…"
+    if len(flat) <= CONTENT_PREVIEW:
+        return flat
+    cut = flat[: CONTENT_PREVIEW - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
+
+
+def _memory_cell(row: MemoryRow) -> Text:
+    """The content, wrapped at words, over a dim line of what else identifies it: tags, keypath, day.
+
+    Three columns rather than six: at 80 columns the content keeps most of the width
+    instead of being squeezed to a letter beside the tags and the keypath."""
+    about = [", ".join(f"#{tag}" for tag in row.tags), row.keypath or "", f"{row.created_at:%Y-%m-%d}"]
+    cell = Text(_preview(row.content))
+    cell.append("\n" + " · ".join(part for part in about if part), style="dim")
+    return cell
 
 
 def search(
@@ -47,13 +66,8 @@ def search(
         return
     table = Table(title=f"“{query}”", expand=True)
     table.add_column("score", no_wrap=True)
-    table.add_column("memory", ratio=1)
-    table.add_column("tags")
-    table.add_column("keypath", overflow="fold")
+    table.add_column("memory", ratio=1, min_width=MIN_MEMORY_WIDTH)
     table.add_column("id", no_wrap=True, min_width=ID_WIDTH)  # whole, so it can be copied
-    table.add_column("saved", no_wrap=True)
     for row, score in hits:
-        table.add_row(
-            f"{score:.2f}", _preview(row.content), ", ".join(row.tags), row.keypath or "", row.id, f"{row.created_at:%Y-%m-%d}"
-        )
+        table.add_row(f"{score:.2f}", _memory_cell(row), row.id)
     stdout.print(table)

@@ -20,12 +20,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from sqlalchemy.engine import Engine
+from pydantic import ValidationError
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from memory_bank.errors import ApiError, ErrorCode
 from memory_bank.security.principal import Principal
 from memory_bank.security.tokens import PERMISSIONS
-from memory_bank.settings import get_settings
+from memory_bank.settings import Settings, get_settings, setting_errors
 from memory_bank.store.database import open_database
 from memory_bank.store.embeddings import SemanticExtraMissing, embedder_for
 from memory_bank.store.memories import MemoryStore
@@ -36,6 +37,10 @@ stdout = Console(soft_wrap=True, highlight=False)
 Org = Annotated[str, typer.Option(help="Organisation whose memories these are.")]
 User = Annotated[str, typer.Option(help="User whose memories these are.")]
 
+#: Context settings of a command whose argument is an id: an id made before ids stopped
+#: beginning with ``-`` is still read as the argument rather than as an unknown option.
+ID_ARGUMENT = {"ignore_unknown_options": True}
+
 #: Field errors shown under a failure; the rest are counted.
 SHOWN_FIELD_ERRORS = 10
 
@@ -45,15 +50,28 @@ def owner(org: str, user: str) -> Principal:
     return Principal(token_id="cli", org_id=org, user_id=user, agent_id=None, permissions=PERMISSIONS)
 
 
+def settings() -> Settings:
+    """The settings from the environment; a bad variable is one line each and exit 2, not a traceback."""
+    try:
+        return get_settings()
+    except ValidationError as exc:
+        for line in setting_errors(exc):
+            stderr.print(escape(line))
+        raise typer.Exit(2) from None
+    except OSError as exc:  # the default database's folder cannot be made
+        stderr.print(escape(f"MEMORY_BANK_DATABASE_URL: unset, and the user data directory fails: {exc}"))
+        raise typer.Exit(2) from None
+
+
 def database() -> Engine:
     """The database the settings name (``MEMORY_BANK_DATABASE_URL``), migrated to the current schema."""
-    return open_database(get_settings())
+    return open_database(settings())
 
 
 def memory_store() -> MemoryStore:
     """The store on ``database()``, with the embedding model when the settings turn semantic
     search on: rows the CLI imports get vectors and its searches rank like the service's."""
-    return MemoryStore(database(), embedder_for(get_settings()))
+    return MemoryStore(database(), embedder_for(settings()))
 
 
 def progress() -> Progress:

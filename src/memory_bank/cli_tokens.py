@@ -21,17 +21,26 @@ from memory_bank.store.tables import TokenRow
 
 
 ID_WIDTH = 21
+#: A day, YYYY-MM-DD: the widest line of the created/revoked column.
+WHEN_WIDTH = 10
 
 
-def _when(moment: datetime | None) -> str:
-    return moment.strftime("%Y-%m-%d %H:%M") if moment else ""
+def _when(created: datetime, revoked: datetime | None) -> str:
+    """Day over time, so the column stays ten characters wide (and the revocation under it)."""
+    lines = [f"{created:%Y-%m-%d}", f"{created:%H:%M}"]
+    if revoked is not None:
+        lines += ["revoked", f"{revoked:%Y-%m-%d}", f"{revoked:%H:%M}"]
+    return "\n".join(lines)
 
 
 def token_list(
     org: Annotated[str | None, typer.Option(help="Only this organisation's tokens.")] = None,
     revoked: Annotated[bool, typer.Option("--revoked", help="Also show revoked tokens.")] = False,
 ) -> None:
-    """List tokens, oldest first: id, org, user, agent, permissions, when made and revoked."""
+    """List tokens, oldest first: id, org, user, agent, permissions, when made and revoked.
+
+    Four columns that fit 80 characters: the id and each permission are never broken,
+    the owner's three names share one column, one a line."""
     statement = sa.select(TokenRow).order_by(col(TokenRow.created_at), col(TokenRow.pk))
     if org is not None:
         statement = statement.where(col(TokenRow.org_id) == org)
@@ -42,16 +51,14 @@ def token_list(
     if not rows:
         stderr.print("No tokens." if revoked else "No live tokens (--revoked shows revoked ones).")
         return
-    table = Table()
+    table = Table(show_lines=True)  # rows span several lines: rules keep them apart
     table.add_column("id", no_wrap=True, min_width=ID_WIDTH)  # whole, so it can be passed to revoke
-    for name in ("org", "user", "agent", "permissions"):
-        table.add_column(name, overflow="fold")
-    table.add_column("created (UTC)")
-    if revoked:
-        table.add_column("revoked (UTC)")
+    table.add_column("org / user / agent", overflow="fold")
+    table.add_column("permissions", no_wrap=True)  # each whole, one a line
+    table.add_column("created, revoked (UTC)" if revoked else "created (UTC)", min_width=WHEN_WIDTH)
     for row in rows:
-        cells = [row.id, row.org_id, row.user_id, row.agent_id or "", "\n".join(row.permissions), _when(row.created_at)]
-        table.add_row(*cells, *([_when(row.revoked_at)] if revoked else []))
+        owner = "\n".join(part for part in (row.org_id, row.user_id, row.agent_id) if part)
+        table.add_row(row.id, owner, "\n".join(row.permissions), _when(row.created_at, row.revoked_at))
     stdout.print(table)
 
 

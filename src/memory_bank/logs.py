@@ -10,6 +10,9 @@ status, latency, request id and, once the bearer token was resolved, the org. Ne
 the concrete path, query string, headers or bodies: they carry keypaths, tokens and
 memory content. Exceptions are logged by type, code
 and frames only (``observability.redaction``), for the same reason.
+
+``log_start`` writes the line every start begins with: what the process runs on, so an
+operator sees at once a replica on the wrong database or without the shared limiter.
 """
 
 from __future__ import annotations
@@ -20,14 +23,19 @@ import sys
 import time
 from contextvars import ContextVar
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
+from sqlalchemy.engine import URL
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memory_bank import __version__
 from memory_bank.observability.redaction import RedactExceptions
-from memory_bank.settings import Profile
+from memory_bank.settings import Profile, Settings
 
 ACCESS_LOGGER = "memory_bank.access"
+START_LOGGER = "memory_bank.start"
 
 #: The request being served by this task (and the worker threads it starts).
 _request_id: ContextVar[str | None] = ContextVar("request_id", default=None)
@@ -90,8 +98,10 @@ class ReadableFormatter(logging.Formatter):
         return f"{line} {extras}" if extras else line
 
 
-#: Access-line fields the readable message already says.
-_SPOKEN = frozenset({"method", "path", "status", "latency_ms", "request_id"})
+#: Fields the readable message of an access or a start line already says.
+_SPOKEN = frozenset(
+    {"method", "path", "status", "latency_ms", "request_id", "profile", "version", "database", "limiter", "public_url"}
+)
 
 
 def configure_logging(profile: Profile, level: int = logging.INFO) -> None:
@@ -162,3 +172,39 @@ class AccessLog:
         }
         message = f"{fields['method']} {fields['path']} -> {status} in {fields['latency_ms']} ms"
         self._log.info(message, extra={"fields": fields})
+
+
+def describe_database(url: URL) -> str:
+    """Where the data is: SQLite's absolute file, else the server and database (never the password)."""
+    if url.get_backend_name() == "sqlite":
+        if not url.database or url.database == ":memory:":
+            return "SQLite in memory"
+        return f"SQLite {Path(url.database).resolve()}"
+    server = f"{url.host or 'localhost'}{f':{url.port}' if url.port else ''}"
+    return f"{url.get_backend_name()} {server}/{url.database or ''}"
+
+
+def describe_limiter(redis_url: str | None) -> str:
+    """Which rate limiter counts requests: Redis (its host, never the password) or this process alone."""
+    if not redis_url:
+        return "in-process"
+    parts = urlsplit(redis_url)
+    if parts.scheme == "unix":
+        return f"Redis {parts.path}"
+    return f"Redis {parts.hostname or 'localhost'}:{parts.port or 6379}{parts.path}"
+
+
+def log_start(settings: Settings) -> None:
+    """One line saying what this start runs on: profile, version, database, limiter, public URL."""
+    fields = {
+        "profile": settings.env.value,
+        "version": __version__,
+        "database": describe_database(settings.database),
+        "limiter": describe_limiter(settings.redis_url),
+        "public_url": settings.public_url,
+    }
+    message = (
+        f"memory-bank {fields['version']} ({fields['profile']}) on {fields['database']}, "
+        f"rate limits {fields['limiter']}, public URL {fields['public_url']}"
+    )
+    logging.getLogger(START_LOGGER).info(message, extra={"fields": fields})

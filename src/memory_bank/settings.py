@@ -1,17 +1,30 @@
 """The one configuration object, read from ``MEMORY_BANK_*`` environment variables.
 
-Every tunable lives here so that an operator can see the whole surface in one place
-(DESIGN §8); modules receive a ``Settings`` instance instead of reading the environment.
+Every tunable lives here so that an operator can see the whole surface in one place;
+modules receive a ``Settings`` instance instead of reading the environment.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import json
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
+from typing import Annotated, Any
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from platformdirs import user_data_path
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+
+ENV_PREFIX = "MEMORY_BANK_"
+#: The folder under the user's data directory (XDG on Linux) that holds the embedded database.
+APP_DIRECTORY = "memory-bank"
+DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
+#: Settings whose value may carry a password or a token: never echoed back in an error.
+SECRET_FIELDS = frozenset({"database_url", "redis_url", "token"})
 
 
 class Profile(StrEnum):
@@ -30,14 +43,21 @@ class McpToolsMode(StrEnum):
     both = "both"
 
 
+def default_database_url() -> str:
+    """The embedded SQLite file in the user's data directory: the same file for every command,
+    whichever folder it runs from (a relative path would give each folder its own database)."""
+    return f"sqlite:///{user_data_path(APP_DIRECTORY, appauthor=False, ensure_exists=True) / 'memory-bank.db'}"
+
+
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="MEMORY_BANK_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     env: Profile = Profile.development
-    database_url: str = "sqlite:///./memory-bank.db"
+    database_url: str = Field(default_factory=default_database_url)
     redis_url: str | None = None
     rate_limit_rpm: int = Field(default=120, ge=1)
-    rate_limit_org_overrides: dict[str, int] = Field(default_factory=dict)
+    #: Read as JSON by the validator below, so that bad JSON is a field error like any other.
+    rate_limit_org_overrides: Annotated[dict[str, Annotated[int, Field(ge=1)]], NoDecode] = Field(default_factory=dict)
     #: Socket timeouts for Redis: a limiter that stalls would stall every request.
     redis_timeout_seconds: float = Field(default=0.25, gt=0)
     audit_queue_size: int = Field(default=10_000, ge=1)
@@ -47,14 +67,94 @@ class Settings(BaseSettings):
     mcp_tools: McpToolsMode = McpToolsMode.meta
     mcp_allow_stdio: bool = False
     token: str | None = None
-    public_url: str = "http://127.0.0.1:8000"
+    #: Unset, ``serve`` derives it from the address it binds (``bound_to``).
+    public_url: str = DEFAULT_PUBLIC_URL
     #: Memory search also by local embeddings (needs the ``semantic`` extra; store.embeddings).
     semantic_search: bool = False
+
+    @field_validator("database_url")
+    @classmethod
+    def _is_a_url(cls, value: str) -> str:
+        try:
+            make_url(value)
+        except ArgumentError:
+            raise ValueError("not a SQLAlchemy URL (e.g. sqlite:///path/to/file.db or mysql+mysqldb://user@host/db)") from None
+        return value
+
+    @field_validator("rate_limit_org_overrides", mode="before")
+    @classmethod
+    def _from_json(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            raise ValueError('not JSON; expected an object of org id to requests per minute, e.g. {"acme": 600}') from None
 
     @property
     def protected(self) -> bool:
         """True in the profiles that must fail closed rather than degrade."""
         return self.env is not Profile.development
+
+    @property
+    def database(self) -> URL:
+        """The database URL parsed (checked by the validator above), for its backend and parts."""
+        return make_url(self.database_url)
+
+    def bound_to(self, host: str, port: int) -> Settings:
+        """These settings for a server listening on ``host:port``: unless ``MEMORY_BANK_PUBLIC_URL``
+        says otherwise, clients are told the address it binds (a wildcard as the loopback)."""
+        if "public_url" in self.model_fields_set:
+            return self
+        return self.model_copy(update={"public_url": f"http://{_reachable(host)}:{port}"})
+
+
+def _reachable(host: str) -> str:
+    """The host part of a URL that reaches a server bound to ``host`` from this machine."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host  # a name
+    if address.is_unspecified:
+        address = ipaddress.ip_address("::1" if address.version == 6 else "127.0.0.1")
+    return f"[{address}]" if address.version == 6 else str(address)
+
+
+def start_refusals(settings: Settings) -> list[str]:
+    """Why a staging or production server must not start, one line per variable.
+
+    A protected profile runs replicas: on SQLite each would keep its own data, and with no
+    Redis each would count an org's requests alone (two replicas admit twice the budget).
+    """
+    if not settings.protected:
+        return []
+    refusals = []
+    if settings.database.get_backend_name() == "sqlite":
+        refusals.append(
+            f"{ENV_PREFIX}DATABASE_URL: {settings.env} needs a MySQL/MariaDB database shared by every replica "
+            "(mysql+mysqldb://user@host/db), not SQLite"
+        )
+    if not settings.redis_url:
+        refusals.append(
+            f"{ENV_PREFIX}REDIS_URL: {settings.env} needs Redis (redis://host:6379/0) so that replicas share "
+            "one rate limit; it is unset"
+        )
+    return refusals
+
+
+def setting_errors(error: ValidationError) -> list[str]:
+    """One line per bad variable, naming it, what it was (quoted, unless secret) and what it must be."""
+    lines: dict[str, str] = {}
+    for detail in error.errors():
+        field, *inner = [str(part) for part in detail["loc"]] or [""]
+        variable = f"{ENV_PREFIX}{field.upper()}"
+        if variable in lines:
+            continue  # a union reports each of its arms; the first says enough
+        shown = "" if field in SECRET_FIELDS or not isinstance(detail["input"], str) else f"={detail['input']!r}"
+        where = "".join(f"{part}: " for part in inner)  # e.g. the org of an override
+        message = str(detail["msg"]).removeprefix("Value error, ")
+        lines[variable] = f"{variable}{shown}: {where}{message}"
+    return list(lines.values())
 
 
 @lru_cache(maxsize=1)

@@ -15,6 +15,8 @@ from sqlalchemy.dialects import mysql
 
 ID_LENGTH = 21
 _ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+#: Every letter but ``-``, which a command line would read as the start of an option.
+ID_FIRST_LETTERS = _ID_ALPHABET.replace("-", "")
 
 #: Ids are case-sensitive random strings: MySQL's default case-insensitive collation
 #: would let two distinct ids collide, hence the binary ASCII collation there.
@@ -33,11 +35,20 @@ SearchTextType = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 
 
 def new_id() -> str:
-    """A 21-character URL-safe random id (126 bits), as the spec's ``MemoryId`` pattern wants.
+    """A 21-character URL-safe random id (about 126 bits), as the spec's ``MemoryId`` pattern wants.
 
-    One read of the OS's randomness, six bits of each byte (the alphabet has 64 letters, so
-    ``byte & 63`` is uniform), rather than ``secrets.choice`` per letter: one read each."""
-    return "".join(_ID_ALPHABET[byte & 63] for byte in secrets.token_bytes(ID_LENGTH))
+    It never begins with ``-``: a command line would read such an id as an option
+    (``memory-bank token revoke -x...``), so the first letter is drawn from the other 63.
+    The rest is one read of the OS's randomness, six bits of each byte (the alphabet has
+    64 letters, so ``byte & 63`` is uniform), rather than ``secrets.choice`` per letter."""
+    rest = "".join(_ID_ALPHABET[byte & 63] for byte in secrets.token_bytes(ID_LENGTH - 1))
+    return secrets.choice(ID_FIRST_LETTERS) + rest
+
+
+def command_line_safe(candidate: str) -> str:
+    """``candidate`` with a leading ``-`` turned into ``_``, for ids derived from a digest
+    rather than drawn by ``new_id`` (a leading ``-`` would read as an option)."""
+    return "_" + candidate[1:] if candidate.startswith("-") else candidate
 
 
 def utcnow() -> datetime:

@@ -46,7 +46,7 @@ from memory_bank.settings import Settings
 from memory_bank.store.tables import MemoryRow
 
 __all__ = [
-    "LEXICAL_FLOOR", "NEIGHBOURS", "SEMANTIC_WEIGHT", "Embedder", "SemanticExtraMissing", "embedder_for", "fuse", "memory_text",
+    "INSTALL_SEMANTIC", "LEXICAL_FLOOR", "NEIGHBOURS", "SEMANTIC_WEIGHT", "Embedder", "SemanticExtraMissing", "embedder_for", "fuse", "memory_text",
     "required_embedder", "similarities", "to_blob",
 ]  # fmt: skip
 
@@ -54,11 +54,19 @@ __all__ = [
 NEIGHBOURS = 100
 
 
+#: How to get the extra: from the checkout (the name ``memory-bank`` on the package index is
+#: another project), PyTorch first from its CPU index (the default one pulls a CUDA build).
+INSTALL_SEMANTIC = (
+    "in the Memory Bank checkout run .venv/bin/pip install torch --index-url https://download.pytorch.org/whl/cpu"
+    " && .venv/bin/pip install -e '.[semantic]'"
+)
+
+
 class SemanticExtraMissing(RuntimeError):
     """The embedding model was asked for but the ``semantic`` extra is not installed."""
 
     def __init__(self, why: str) -> None:
-        super().__init__(f"{why} but the semantic extra is not installed: pip install 'memory-bank[semantic]'")
+        super().__init__(f"{why} but the semantic extra is not installed: {INSTALL_SEMANTIC}")
 
 
 def embedder_for(settings: Settings) -> Embedder | None:

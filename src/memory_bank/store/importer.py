@@ -29,7 +29,7 @@ from sqlmodel import Session, col
 
 from memory_bank.errors import ApiError, ErrorCode, FieldError
 from memory_bank.security.principal import Principal
-from memory_bank.store.columns import ID_LENGTH, new_id
+from memory_bank.store.columns import ID_LENGTH, command_line_safe, new_id
 from memory_bank.store.idempotency import content_hash, content_key
 from memory_bank.store.tables import MemoryRow
 
@@ -56,7 +56,7 @@ class Record:
 def copy_id(principal: Principal, original_id: str) -> str:
     """The id this owner's copy of another owner's record gets: stable, URL-safe, 21 characters."""
     digest = hashlib.sha256(f"{principal.org_id}:{principal.user_id}:{original_id}".encode()).digest()
-    return base64.urlsafe_b64encode(digest).decode("ascii")[:ID_LENGTH]
+    return command_line_safe(base64.urlsafe_b64encode(digest).decode("ascii")[:ID_LENGTH])
 
 
 def line_error(line: int, rule: str, message: str) -> FieldError:

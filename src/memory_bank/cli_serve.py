@@ -1,0 +1,83 @@
+"""``memory-bank serve``: check the settings, take the port, then serve the API and ``/mcp``.
+
+The order is the point: a staging or production profile that lacks its shared database
+or Redis is refused before anything starts, and the port is bound before a development
+token is printed, so a port already in use fails with one line instead of handing out a
+token for a server that never ran. The public URL follows the bound address unless
+``MEMORY_BANK_PUBLIC_URL`` is set, so the 401 challenge points where clients connect.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import uvicorn
+from rich.markup import escape
+
+from memory_bank.cli_support import plain_errors, settings, stderr
+from memory_bank.security.tokens import PERMISSIONS, TokenStore
+from memory_bank.settings import Profile, Settings, start_refusals
+
+#: The identity ``serve`` mints a token for on a fresh development database.
+DEV_IDENTITY = {"org_id": "dev", "user_id": "dev", "agent_id": "dev-agent"}
+#: Where versions before the user-data-directory default kept the embedded database.
+OLD_DATABASE = Path("memory-bank.db")
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port``, or one line saying why not and exit 1."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        return socket.create_server((host, port), family=family)
+    except OSError as exc:
+        # create_server appends the address to strerror; a name lookup failure has a negative errno
+        why = os.strerror(exc.errno) if exc.errno and exc.errno > 0 else exc.strerror or str(exc)
+        stderr.print(f"[red]memory-bank serve: cannot listen on {escape(host)}:{port}: {escape(why)}[/]")
+        raise typer.Exit(1) from None
+
+
+def _bootstrap_dev_token(tokens: TokenStore, base_url: str) -> None:
+    """On a development database without tokens, mint one so the first curl works."""
+    if tokens.count():
+        return
+    plaintext, _ = tokens.create(**DEV_IDENTITY, permissions=sorted(PERMISSIONS))
+    stderr.print(f"[bold]Development token[/] (org dev, user dev, agent dev-agent, all permissions):\n{plaintext}")
+    stderr.print("Try it:", style="dim")
+    stderr.print(f"curl -s '{base_url}/v1/memory/search?q=hello' -H 'Authorization: Bearer {plaintext}'")
+
+
+def point_at_old_database(config: Settings) -> None:
+    """An upgrade moved the default database out of the working directory: say where an old one is."""
+    if "database_url" not in config.model_fields_set and OLD_DATABASE.is_file():
+        stderr.print(
+            f"Note: {OLD_DATABASE.resolve()} is not used (the database lives in the user data directory now); "
+            f"to keep using it, set MEMORY_BANK_DATABASE_URL=sqlite:///{OLD_DATABASE.resolve()}",
+            style="yellow",
+        )
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port to listen on.")] = 8000,
+) -> None:
+    """Serve the REST API and /mcp (and, in development, print a first token)."""
+    refusals = start_refusals(settings())
+    for refusal in refusals:
+        stderr.print(f"[red]memory-bank serve: {escape(refusal)}[/]")
+    if refusals:
+        raise typer.Exit(2)
+    listener = listen(host, port)
+    from memory_bank.app import create_app  # here: the other commands need not load the web stack
+
+    config = settings().bound_to(host, listener.getsockname()[1])  # the real port, also for --port 0
+    with plain_errors():
+        app = create_app(config)
+        if config.env is Profile.development:
+            point_at_old_database(config)
+            _bootstrap_dev_token(app.state.tokens, config.public_url)
+    # Logging is the app's (create_app configured it): uvicorn must not install its own.
+    uvicorn.Server(uvicorn.Config(app, log_config=None)).run(sockets=[listener])

@@ -1,0 +1,108 @@
+"""``memory-bank serve`` as a user runs it: a real uvicorn process on a free port, from a folder
+of its own, with its own user data directory. What it prints, where clients are sent, where
+the data goes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+
+import backends
+import httpx
+import pytest
+
+MEMORY_BANK = str(Path(sys.executable).with_name("memory-bank"))
+START_TIMEOUT_SECONDS = 90
+RESOURCE_DOCUMENT = "/.well-known/oauth-protected-resource"
+
+
+@dataclass
+class Served:
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+    data_home: Path
+    folder: Path
+
+    def stderr(self) -> str:
+        return self.log.read_text()
+
+
+def start(tmp_path: Path, **env: str) -> Served:
+    """``memory-bank serve --port P`` from an empty folder; waits until /health answers."""
+    port = backends.free_port()
+    folder, data_home = tmp_path / "cwd", tmp_path / "data"
+    folder.mkdir()
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_BANK_")}
+    log = tmp_path / "serve.log"
+    process = subprocess.Popen(
+        [MEMORY_BANK, "serve", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=folder,
+        env=clean | {"XDG_DATA_HOME": str(data_home), "COLUMNS": "200"} | env,
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("wb"),
+    )
+    served = Served(f"http://127.0.0.1:{port}", process, log, data_home, folder)
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    while True:
+        try:
+            if httpx.get(served.url + "/health", timeout=2).status_code == 200:
+                return served
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError(f"serve did not start: {served.stderr()}")
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """One server for the tests that only look at it (a start takes seconds)."""
+    served = start(tmp_path_factory.mktemp("serve"))
+    yield served
+    served.process.terminate()
+    served.process.wait(timeout=30)
+
+
+def development_token(stderr: str) -> str:
+    (token,) = [line.strip() for line in stderr.splitlines() if line.strip().startswith("mb_")]
+    return token
+
+
+def test_the_start_line_says_profile_version_database_limiter_and_public_url(served: Served) -> None:
+    database = served.data_home / "memory-bank" / "memory-bank.db"
+    (start_line,) = [line for line in served.stderr().splitlines() if "memory_bank.start" in line]
+    assert f"memory-bank {version('memory-bank')} (development) on SQLite {database}," in start_line
+    assert "rate limits in-process" in start_line and f"public URL {served.url}" in start_line
+
+
+def test_a_new_user_gets_a_working_token_and_the_data_lands_in_the_user_data_directory(served: Served) -> None:
+    token = development_token(served.stderr())
+    saved = httpx.post(served.url + "/v1/memory", json={"content": "first memory"}, headers={"Authorization": f"Bearer {token}"})
+    assert saved.status_code == 201
+    assert (served.data_home / "memory-bank" / "memory-bank.db").is_file()
+    assert list(served.folder.iterdir()) == []  # nothing written where it was started
+
+
+def test_the_401_challenge_and_the_resource_document_point_at_the_port_serve_binds(served: Served) -> None:
+    challenge = httpx.post(served.url + "/mcp", json={})
+    assert challenge.status_code == 401
+    assert challenge.headers["www-authenticate"] == f'Bearer resource_metadata="{served.url}{RESOURCE_DOCUMENT}"'
+    assert httpx.get(served.url + RESOURCE_DOCUMENT).json()["resource"] == served.url + "/mcp"
+
+
+def test_an_explicit_public_url_wins_over_the_bound_address(tmp_path: Path) -> None:
+    served = start(tmp_path, MEMORY_BANK_PUBLIC_URL="https://memory.example.com")
+    try:
+        assert httpx.get(served.url + RESOURCE_DOCUMENT).json()["resource"] == "https://memory.example.com/mcp"
+        assert "public URL https://memory.example.com" in served.stderr()
+    finally:
+        served.process.terminate()
+        served.process.wait(timeout=30)

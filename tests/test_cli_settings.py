@@ -1,0 +1,155 @@
+"""Settings at the command line: bad variables, protected profiles that lack what they need,
+a port already taken, ``--version``. Each fails with plain lines and an exit code, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import socket
+import string
+import subprocess
+import sys
+from collections.abc import Iterator
+from importlib.metadata import version
+from ipaddress import IPv4Address, IPv6Address, ip_address
+from pathlib import Path
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner, Result
+
+from memory_bank.cli import app
+from memory_bank.security.tokens import TokenStore
+from memory_bank.settings import Profile, Settings, get_settings, start_refusals
+from memory_bank.store import open_database
+
+MEMORY_BANK = str(Path(sys.executable).with_name("memory-bank"))
+PROFILES = {p.value for p in Profile}
+NOT_A_PROFILE = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), max_size=20).filter(
+    lambda v: v not in PROFILES
+)
+NOT_A_NUMBER = st.text(string.ascii_letters + " .-", min_size=1, max_size=12)
+HYPOTHESIS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[CliRunner]:
+    """The CLI with no MEMORY_BANK_* variable set but those a test passes, and its own data directory."""
+    for name in [n for n in os.environ if n.startswith("MEMORY_BANK_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    get_settings.cache_clear()
+    yield CliRunner()
+    get_settings.cache_clear()
+
+
+def invoke(cli: CliRunner, args: list[str], **env: str) -> Result:
+    get_settings.cache_clear()  # hypothesis reuses the fixture: each example reads the environment again
+    return cli.invoke(app, args, env=env, catch_exceptions=False)
+
+
+def lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+@HYPOTHESIS
+@given(value=NOT_A_PROFILE)
+def test_a_bad_profile_is_one_line_naming_the_variable_and_exit_2(cli: CliRunner, value: str) -> None:
+    result = invoke(cli, ["token", "list"], MEMORY_BANK_ENV=value)
+    assert result.exit_code == 2 and result.stdout == ""
+    (line,) = lines(result.stderr)
+    assert line.startswith(f"MEMORY_BANK_ENV={value!r}: ") and "'development', 'staging' or 'production'" in line
+
+
+@HYPOTHESIS
+@given(rpm=NOT_A_NUMBER, profile=NOT_A_PROFILE)
+def test_each_bad_variable_gets_its_own_line(cli: CliRunner, rpm: str, profile: str) -> None:
+    result = invoke(cli, ["token", "list"], MEMORY_BANK_ENV=profile, MEMORY_BANK_RATE_LIMIT_RPM=rpm)
+    assert result.exit_code == 2
+    assert [line.split("=", 1)[0] for line in lines(result.stderr)] == ["MEMORY_BANK_ENV", "MEMORY_BANK_RATE_LIMIT_RPM"]
+
+
+def test_bad_json_and_a_bad_database_url_are_named_but_a_url_is_never_echoed(cli: CliRunner) -> None:
+    result = invoke(
+        cli,
+        ["token", "list"],
+        MEMORY_BANK_RATE_LIMIT_ORG_OVERRIDES="{acme: 5",
+        MEMORY_BANK_DATABASE_URL="not a url with a s3cret",
+    )
+    assert result.exit_code == 2
+    overrides, database = sorted(lines(result.stderr), reverse=True)
+    assert overrides.startswith("MEMORY_BANK_RATE_LIMIT_ORG_OVERRIDES='{acme: 5': not JSON")
+    assert database.startswith("MEMORY_BANK_DATABASE_URL: not a SQLAlchemy URL") and "s3cret" not in result.stderr
+
+
+def test_the_installed_command_reports_bad_settings_without_a_traceback(tmp_path: Path) -> None:
+    env = os.environ | {"MEMORY_BANK_ENV": "prod", "MEMORY_BANK_RATE_LIMIT_RPM": "abc", "XDG_DATA_HOME": str(tmp_path)}
+    done = subprocess.run([MEMORY_BANK, "token", "list"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert [line.split(":")[0] for line in lines(done.stderr)] == ["MEMORY_BANK_ENV='prod'", "MEMORY_BANK_RATE_LIMIT_RPM='abc'"]
+
+
+def test_version_prints_the_installed_version(tmp_path: Path) -> None:
+    done = subprocess.run([MEMORY_BANK, "--version"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout == f"memory-bank {version('memory-bank')}\n"
+
+
+@pytest.mark.parametrize("profile", ["staging", "production"])
+@pytest.mark.parametrize(
+    ("database", "redis", "named"),
+    [
+        (None, None, ["MEMORY_BANK_DATABASE_URL", "MEMORY_BANK_REDIS_URL"]),
+        ("sqlite:////srv/memory-bank.db", "redis://127.0.0.1:6379/0", ["MEMORY_BANK_DATABASE_URL"]),
+        ("mysql+mysqldb://app@db.internal/memory", None, ["MEMORY_BANK_REDIS_URL"]),
+    ],
+    ids=["nothing", "sqlite", "no-redis"],
+)
+def test_a_protected_profile_refuses_to_serve_without_its_shared_database_and_redis(
+    cli: CliRunner, profile: str, database: str | None, redis: str | None, named: list[str]
+) -> None:
+    env = {"MEMORY_BANK_ENV": profile} | ({"MEMORY_BANK_DATABASE_URL": database} if database else {})
+    result = invoke(cli, ["serve", "--port", "1"], **env, **({"MEMORY_BANK_REDIS_URL": redis} if redis else {}))
+    assert result.exit_code == 2 and result.stdout == ""
+    refused = lines(result.stderr)
+    assert [line.removeprefix("memory-bank serve: ").split(":")[0] for line in refused] == named
+    assert all(profile in line and "needs" in line for line in refused)
+
+
+def test_a_protected_profile_with_mysql_and_redis_has_nothing_to_refuse() -> None:
+    ready = Settings(env=Profile.production, database_url="mysql+mysqldb://app@db/memory", redis_url="redis://cache:6379/0")
+    assert start_refusals(ready) == []
+    assert start_refusals(Settings(database_url="sqlite:////tmp/x.db")) == []  # development runs on anything
+
+
+def test_a_port_in_use_fails_before_a_development_token_is_minted(cli: CliRunner, tmp_path: Path) -> None:
+    database_url = f"sqlite:///{tmp_path / 'memory-bank.db'}"
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result = invoke(cli, ["serve", "--port", str(port)], MEMORY_BANK_DATABASE_URL=database_url)
+    assert result.exit_code == 1
+    assert lines(result.stderr) == [f"memory-bank serve: cannot listen on 127.0.0.1:{port}: Address already in use"]
+    assert "Development token" not in result.output
+    assert TokenStore(open_database(Settings(database_url=database_url))).count() == 0
+
+
+def test_an_unwritable_data_directory_is_one_line_naming_the_way_out(cli: CliRunner, tmp_path: Path) -> None:
+    blocked = tmp_path / "file-not-folder"
+    blocked.write_text("")
+    result = invoke(cli, ["token", "list"], XDG_DATA_HOME=str(blocked))
+    assert result.exit_code == 2
+    (line,) = lines(result.stderr)
+    assert line.startswith("MEMORY_BANK_DATABASE_URL: unset, and the user data directory fails")
+
+
+@given(address=st.ip_addresses(), port=st.integers(1, 65535))
+def test_the_public_url_serve_derives_is_a_url_of_the_bound_address(address: IPv4Address | IPv6Address, port: int) -> None:
+    url = httpx.URL(Settings(database_url="sqlite://").bound_to(str(address), port).public_url)
+    loopback = ip_address("::1" if address.version == 6 else "127.0.0.1")
+    assert (ip_address(url.host), url.port, url.path) == (loopback if address.is_unspecified else address, port, "/")
+
+
+def test_an_explicit_public_url_is_kept_and_a_name_is_used_as_it_is() -> None:
+    explicit = Settings(database_url="sqlite://", public_url="https://memory.example.com")
+    assert explicit.bound_to("0.0.0.0", 9000).public_url == "https://memory.example.com"
+    assert Settings(database_url="sqlite://").bound_to("localhost", 9000).public_url == "http://localhost:9000"
