@@ -6,6 +6,7 @@ streamable HTTP with a bearer header, not by calling handlers.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -53,6 +54,13 @@ class LiveServer:
                 yield client
 
 
+def tool_problem(result: Any) -> dict[str, Any]:
+    """The problem document of a failed tool call: its text (failures carry no structured content)."""
+    assert result.is_error and result.structured_content is None, result
+    problem: dict[str, Any] = json.loads(result.content[0].text)
+    return problem
+
+
 def post_rpc(http: httpx.Client, server: LiveServer, token: str, method: str, params: dict[str, Any] | None = None) -> Any:
     """One JSON-RPC request to ``/mcp`` as a bare HTTP POST (stateless: no handshake needed); its JSON answer."""
     message: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": method}
@@ -79,8 +87,11 @@ def live_server(
         rate_limit_rpm=rate_limit_rpm,
     )
     app = create_app(settings)
-    with serving(app, port):
-        yield LiveServer(app, url)
+    try:
+        with serving(app, port):
+            yield LiveServer(app, url)
+    finally:
+        app.state.engine.dispose()
 
 
 @contextmanager
@@ -99,4 +110,3 @@ def serving(app: ASGIApp, port: int) -> Iterator[None]:
     finally:
         server.should_exit = True
         thread.join(timeout=20)
-        app.state.engine.dispose()

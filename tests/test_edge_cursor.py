@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from memory_bank.errors import ApiError, ErrorCode
 from memory_bank.store.keyset import decode_cursor, encode_cursor
-from mcp_live import LiveServer, live_server
+from mcp_live import LiveServer, live_server, tool_problem
 
 ID = re.compile(r"^[A-Za-z0-9_-]{21}$")
 IDS = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-", min_size=21, max_size=21)
@@ -116,7 +116,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 async def test_mcp_lists_with_a_crafted_cursor_as_invalid_params(server: LiveServer, cursor: str) -> None:
     async with server.client(server.token()) as mcp:
         result = await mcp.call_tool("execute_capability", {"name": "listMemories", "query": {"cursor": cursor}})
-    assert result.is_error
-    problem = result.structured_content or {}
+    problem = tool_problem(result)
     assert problem["code"] == "invalid_params", problem
     assert problem["errors"][0]["field"] == "/query/cursor"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memory_bank.store.memories import MemoryStore
-from mcp_live import LiveServer, live_server
+from mcp_live import LiveServer, live_server, tool_problem
 from raw_http import connect
 
 
@@ -43,5 +43,4 @@ def test_an_unexpected_exception_is_a_500_problem_on_a_kept_connection(failing_s
 async def test_an_unexpected_exception_reaches_an_mcp_client_as_backend_error(failing_server: LiveServer) -> None:
     async with failing_server.client(failing_server.token()) as mcp:
         result = await mcp.call_tool("execute_capability", {"name": "listMemories"})
-    assert result.is_error
-    assert (result.structured_content or {})["code"] == "backend_error"
+    assert tool_problem(result)["code"] == "backend_error"

@@ -21,7 +21,7 @@ from mcp_types import CallToolResult
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.settings import McpToolsMode
 from memory_bank.store.audit_table import AuditEventRow
-from mcp_live import LiveServer, live_server
+from mcp_live import LiveServer, live_server, tool_problem
 
 CATALOG = {c["name"]: c for c in CAPABILITIES}
 META_TOOLS = ("search_capabilities", "execute_capability")
@@ -47,9 +47,8 @@ def ok(result: CallToolResult) -> Any:
 
 def failed(result: CallToolResult, code: str) -> dict[str, Any]:
     """The problem of a failed call: text only, so no client checks it against an outputSchema."""
-    assert result.is_error and result.structured_content is None
     assert "Traceback" not in result.content[0].text
-    problem: dict[str, Any] = json.loads(result.content[0].text)
+    problem = tool_problem(result)
     assert problem["code"] == code, problem
     return problem
 

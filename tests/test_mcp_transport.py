@@ -72,13 +72,13 @@ def jsonrpc_error(response: httpx.Response, code: int, message: str) -> None:
 def test_only_post_is_served_and_nothing_stays_open(server: LiveServer, method: str, permissions: list[str]) -> None:
     headers = {"Authorization": f"Bearer {server.token(perms=permissions)}", "Accept": ACCEPT}
     response = httpx.request(method, server.mcp_url, headers=headers, timeout=5)
-    problem(response, 405, "not_found")
+    problem(response, 405, "method_not_allowed")
     assert response.headers["allow"] == "POST"
 
 
 def test_a_get_without_a_token_is_405_too(server: LiveServer) -> None:
     response = httpx.get(server.mcp_url, headers={"Accept": "text/event-stream"}, timeout=5)
-    assert problem(response, 405, "not_found") and response.headers["allow"] == "POST"
+    assert problem(response, 405, "method_not_allowed") and response.headers["allow"] == "POST"
 
 
 @pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "application/jsonl", ""])

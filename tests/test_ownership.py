@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
 from memory_bank.store.tables import FeedbackRow, MemoryRow
-from mcp_live import LiveServer, live_server
+from mcp_live import LiveServer, live_server, tool_problem
 
 ORIGINAL = "the staging password rotates on fridays"
 INTRUDER = "intruder text written over the owner's"
@@ -138,7 +138,7 @@ async def mcp_attempt(client: Any, write: str, keypath: str, memory_id: str) -> 
     result = await client.call_tool("execute_capability", calls[write])
     if not result.is_error:
         return Outcome(True)
-    return Outcome(False, result.structured_content["code"])
+    return Outcome(False, tool_problem(result)["code"])
 
 
 @pytest.mark.parametrize("scope", SCOPES)
