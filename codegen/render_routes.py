@@ -70,7 +70,7 @@ def _render_route(op: Operation) -> str:
         "    ) -> Response:",
     ]
     if needs_request:
-        cap = "" if op.body is None or op.body.max_length is None else f", max_length={op.body.max_length}"
+        cap = "" if op.body is None or op.body.max_bytes is None else f", max_bytes={op.body.max_bytes}"
         lines.append(f"        body = await read_text_body(request{cap})")
     lines += [
         f"        reply = await api.{op.python_name}({', '.join(call)})",

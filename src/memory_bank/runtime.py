@@ -15,6 +15,7 @@ from typing import Generic, TypeVar
 import pydantic_core
 from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
 
 from memory_bank.errors import ApiError, ErrorCode, FieldError
 from memory_bank.security.principal import Principal
@@ -57,44 +58,41 @@ def render_reply(reply: Reply[object], *, statuses: tuple[int, ...], media_type:
     return StreamingResponse(reply.body, status_code=status, media_type=media_type)  # type: ignore[arg-type]
 
 
-#: UTF-8 spends at most this many bytes on one character.
-_MAX_UTF8_BYTES = 4
-
-
-async def read_text_body(request: Request, max_length: int | None = None) -> str:
+async def read_text_body(request: Request, max_bytes: int | None = None) -> str:
     """A non-JSON request body (e.g. JSON lines) as text; undecodable bytes are the caller's error.
 
-    With ``max_length`` (the body schema's ``maxLength``, in characters) the body is read
-    chunk by chunk and refused with 413 as soon as it cannot fit, and before a byte is
-    read when its Content-Length already says so: an oversized upload never sits whole
-    in memory just to be rejected.
+    With ``max_bytes`` (the body schema's ``x-max-bytes``) the bytes are counted as they
+    arrive and the body is refused with 413 the moment it passes the bound, or before a
+    byte is read when its Content-Length already does: an oversized upload, chunked or
+    not, never sits whole in memory just to be rejected. Decoding runs in a worker thread,
+    as it is linear in a body that may be tens of megabytes.
     """
-    byte_cap = None if max_length is None else max_length * _MAX_UTF8_BYTES
     declared = request.headers.get("content-length", "")
-    if byte_cap is not None and declared.isdigit() and int(declared) > byte_cap:
-        raise _too_long(max_length)
+    if max_bytes is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise _too_large(max_bytes)
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
-        if byte_cap is not None and size > byte_cap:
-            raise _too_long(max_length)
+        if max_bytes is not None and size > max_bytes:
+            raise _too_large(max_bytes)
         chunks.append(chunk)
+    return await run_in_threadpool(_decode, chunks)
+
+
+def _decode(chunks: list[bytes]) -> str:
     try:
-        text = b"".join(chunks).decode("utf-8")
+        return b"".join(chunks).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ApiError(
             ErrorCode.invalid_params,
             "the request body is not UTF-8 text",
             [FieldError("/body", "encoding", f"byte {exc.start} is not valid UTF-8")],
         ) from None
-    if max_length is not None and len(text) > max_length:
-        raise _too_long(max_length)
-    return text
 
 
-def _too_long(max_length: int | None) -> ApiError:
-    return ApiError(ErrorCode.payload_too_large, f"the request body is at most {max_length} characters")
+def _too_large(max_bytes: int) -> ApiError:
+    return ApiError(ErrorCode.payload_too_large, f"the request body is at most {max_bytes} bytes")
 
 
 __all__ = ["Authorize", "Principal", "Reply", "TextStream", "read_text_body", "render_reply"]

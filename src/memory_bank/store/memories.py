@@ -285,7 +285,6 @@ class MemoryStore:
             return list(session.scalars(statement))
 
     def import_records(self, principal: Principal, records: Sequence[importer.Record]) -> tuple[int, int]:
-        """Write exported records into the caller's account in one transaction: (imported, skipped)."""
-        with transaction(self._engine, write=True) as session:
-            return importer.write(session, principal, records)
+        """Write exported records into the caller's account, checked whole, written in batches: (imported, skipped)."""
+        return importer.run(self._engine, principal, records)
 
