@@ -11,7 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 from transfer_support import chains, exported, ndjson
 
+from memory_bank.handlers.transfer import export_line, parse_records
 from memory_bank.security.agents import AgentStore
+from memory_bank.store import importer
 from memory_bank.security.principal import Principal
 from memory_bank.store.importer import copy_id
 
@@ -225,3 +227,39 @@ def test_problem_documents_list_a_bounded_number_of_bad_lines(gus: TestClient) -
     problem = response.json()
     assert response.status_code == 422 and len(problem["errors"]) == 100 and problem["detail"].startswith("500 line(s)")
     assert json.dumps(problem)  # still one small document
+
+
+# -- bounded transactions ----------------------------------------------------------------
+
+
+def test_an_import_is_written_in_batches_of_whole_chains_and_a_rerun_completes_it(store, engine, monkeypatch) -> None:
+    """A failure after the first batch leaves whole chains only; importing again writes the rest."""
+    owner = Principal(token_id="t", org_id="acme", user_id="ann", agent_id=None, permissions=frozenset())
+    v1, _ = store.create(owner, {"content": "v1"})
+    store.patch(owner, v1.id, {"content": "v2"})
+    for n in range(3):
+        store.create(owner, {"content": f"single {n}"})
+    lines = "".join(export_line(row) for row in store.export_page(owner, None, 100))
+    records = parse_records(lines, None)
+
+    monkeypatch.setattr(importer, "BATCH_ROWS", 2)
+    batches: list[list[str]] = []
+    write = importer.write_batch
+
+    def second_fails(session, principal, batch):  # noqa: ANN001
+        batches.append([p.record.fields["content"] for p in batch])
+        if len(batches) == 2:
+            raise RuntimeError("the database went away")
+        return write(session, principal, batch)
+
+    target = Principal(token_id="t", org_id="globex", user_id="gus", agent_id=None, permissions=frozenset())
+    monkeypatch.setattr(importer, "write_batch", second_fails)
+    with pytest.raises(RuntimeError):
+        store.import_records(target, records)
+    assert batches[0] == ["v1", "v2"]  # a chain is never split between transactions
+    written = store.export_page(target, None, 100)
+    assert sorted(r.content for r in written) == ["v1", "v2"] and sum(r.superseded_at is None for r in written) == 1
+
+    monkeypatch.setattr(importer, "write_batch", write)
+    assert store.import_records(target, records) == (3, 2)
+
