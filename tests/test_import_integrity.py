@@ -246,11 +246,11 @@ def test_an_import_is_written_in_batches_of_whole_chains_and_a_rerun_completes_i
     batches: list[list[str]] = []
     write = importer.write_batch
 
-    def second_fails(session, principal, batch):  # noqa: ANN001
+    def second_fails(session, principal, batch, rows):  # noqa: ANN001
         batches.append([p.record.fields["content"] for p in batch])
         if len(batches) == 2:
             raise RuntimeError("the database went away")
-        return write(session, principal, batch)
+        return write(session, principal, batch, rows)
 
     target = Principal(token_id="t", org_id="globex", user_id="gus", agent_id=None, permissions=frozenset())
     monkeypatch.setattr(importer, "write_batch", second_fails)

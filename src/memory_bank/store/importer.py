@@ -52,7 +52,7 @@ from memory_bank.store.tables import MemoryRow
 #: Ids per IN (...) probe: well under every backend's bound-parameter limit.
 _CHUNK = 500
 #: Rows per write transaction (a longer chain makes its batch longer: chains are never split).
-BATCH_ROWS = 500
+BATCH_ROWS = 200
 #: Tries per batch when a concurrent writer got in first; the retry finds its rows and skips them.
 BATCH_ATTEMPTS = 3
 #: MariaDB/MySQL's lock wait timeout and deadlock: a concurrent writer, not a broken import.
@@ -188,7 +188,7 @@ class _Checker:
     def check_links(self) -> None:
         for record in self.new():
             parent = record.parent
-            version = record.fields["version"]
+            version = record.fields.get("version", 1)
             if record.fields.get("deleted_at") is not None and record.id in self.child_of:
                 self.fail(record, "deleted", f"it is deleted, but line {self.child_of[record.id].line} supersedes it")
             if record.id in self.child_of and record.fields.get("superseded_at") is None:
@@ -203,7 +203,7 @@ class _Checker:
             if stored is None and parent not in self.by_id:
                 self.fail(record, "link", f"supersedes_id {record.fields['supersedes_id']} is neither in this file nor one of your memories")
                 continue
-            parent_version = stored.version if stored is not None else self.by_id[parent].fields["version"]
+            parent_version = stored.version if stored is not None else self.by_id[parent].fields.get("version", 1)
             if version != parent_version + 1:
                 self.fail(record, "version", f"it supersedes version {parent_version}, so it is version {parent_version + 1}, not {version}")
             if stored is not None and stored.deleted_at is not None:
@@ -301,16 +301,11 @@ def _in_order(chain: list[Record], stored: dict[str, MemoryRow]) -> list[Planned
     return ordered
 
 
-def write_batch(session: Session, principal: Principal, batch: Sequence[Planned]) -> int:
-    """Insert what the caller does not hold yet (a concurrent import may have written some); returns how many."""
-    present = set(_owned_rows(session, principal, {p.id for p in batch}))
-    rows: list[MemoryRow] = []
+def new_rows(principal: Principal, batch: Sequence[Planned]) -> list[MemoryRow]:
+    """The batch's rows, built before its transaction opens: building them is most of the work."""
+    rows = []
     for planned in batch:
-        if planned.id in present:
-            continue
         fields = {k: v for k, v in planned.record.fields.items() if k not in ("id", "user_id", "supersedes_id")}
-        if planned.retires is not None:
-            _retire(session, planned.retires, fields["created_at"])
         rows.append(
             MemoryRow(
                 **fields,
@@ -322,10 +317,20 @@ def write_batch(session: Session, principal: Principal, batch: Sequence[Planned]
                 content_hash=content_hash(fields["content"]),
             )
         )
-    _restore_content_keys(session, principal, rows)
-    session.add_all(rows)
+    return rows
+
+
+def write_batch(session: Session, principal: Principal, batch: Sequence[Planned], rows: Sequence[MemoryRow]) -> int:
+    """Insert the rows the caller does not hold yet (a concurrent import may have written some); returns how many."""
+    present = set(_owned_rows(session, principal, {p.id for p in batch}))
+    missing = [row for planned, row in zip(batch, rows, strict=True) if planned.id not in present]
+    for planned in batch:
+        if planned.retires is not None and planned.id not in present:
+            _retire(session, planned.retires, planned.record.fields["created_at"])
+    _restore_content_keys(session, principal, missing)
+    session.add_all(missing)
     session.flush()
-    return len(rows)
+    return len(missing)
 
 
 def _retire(session: Session, head_pk: int, moment: datetime) -> None:
@@ -369,8 +374,9 @@ def run(engine: Engine, principal: Principal, records: Sequence[Record]) -> tupl
 def _write_retrying(engine: Engine, principal: Principal, batch: Sequence[Planned], written: int) -> int:
     for _ in range(BATCH_ATTEMPTS):
         try:
+            rows = new_rows(principal, batch)
             with transaction(engine, write=True) as session:
-                return write_batch(session, principal, batch)
+                return write_batch(session, principal, batch, rows)
         except (Raced, IntegrityError, OperationalError) as exc:
             if not _raced(exc):
                 raise
