@@ -118,7 +118,9 @@ def test_a_parent_that_the_file_leaves_current_is_refused(gus: TestClient, patch
 def test_superseding_a_version_already_superseded_in_the_account_is_a_fork(ann: TestClient, patched: list[dict[str, Any]]) -> None:
     v1, v2 = patched
     rival = {**v2, "id": MISSING, "content": "editor is emacs"}
-    assert rules(ann.post("/v1/memory/import", content=ndjson([rival]))) == [("/body/line/1", "fork")]
+    response = ann.post("/v1/memory/import", content=ndjson([rival]))
+    assert rules(response) == [("/body/line/1", "fork")]
+    assert v1["id"] in response.json()["errors"][0]["message"]  # named as the file names it
     assert exported(ann) == patched
 
 
@@ -179,6 +181,12 @@ def test_imported_agent_ids_are_kept_only_when_registered_in_the_org(make_client
 
 
 # -- ids: unknown and foreign alike ------------------------------------------------------
+
+
+def test_errors_name_ids_as_the_file_does(gus: TestClient, patched: list[dict[str, Any]]) -> None:
+    orphan = {**patched[1], "supersedes_id": MISSING}
+    (error,) = gus.post("/v1/memory/import", content=ndjson([orphan])).json()["errors"]
+    assert error["rule"] == "link" and MISSING in error["message"]
 
 
 def test_unknown_and_foreign_ids_are_renamed_alike(ann: TestClient, gus: TestClient) -> None:

@@ -146,9 +146,13 @@ def agent_ids(records: Iterable[Record]) -> set[str]:
 async def import_body(
     store: MemoryStore, agents: AgentResolver, principal: Principal, body: str
 ) -> models.ImportResult:
-    """An import request: an active agent of the org writes it, parsed and written off the event loop."""
+    """An import request: an active agent of the org writes it; every step linear in the body runs off the event loop."""
     agent = await agents.resolve_agent(principal, None)
     records = await run_in_threadpool(parse_records, body, MAX_IMPORT_LINES)
-    registered = await agents.registered(principal.org_id, agent_ids(records))
-    imported, skipped = await run_in_threadpool(store.import_records, principal, attribute(records, registered, agent))
+    registered = await agents.registered(principal.org_id, await run_in_threadpool(agent_ids, records))
+
+    def write() -> tuple[int, int]:
+        return store.import_records(principal, attribute(records, registered, agent))
+
+    imported, skipped = await run_in_threadpool(write)
     return models.ImportResult(imported=imported, skipped=skipped)

@@ -145,36 +145,41 @@ def _taken_keys(session: Session, org_id: str, keys: set[str]) -> set[str]:
     return taken
 
 
-def _renamed(principal: Principal, records: Sequence[Record], owned: set[str]) -> list[Record]:
-    """Every id the caller does not own, replaced by its ``copy_id``."""
+def _renamed(principal: Principal, records: Sequence[Record], owned: set[str]) -> tuple[list[Record], dict[str, str]]:
+    """Every id the caller does not own replaced by its ``copy_id``; and each new id's original, for messages."""
+    original: dict[str, str] = {}
 
     def final(memory_id: str) -> str:
-        return memory_id if memory_id in owned else copy_id(principal, memory_id)
+        new = memory_id if memory_id in owned else copy_id(principal, memory_id)
+        original[new] = memory_id
+        return new
 
-    return [
+    renamed = [
         Record(r.line, r.fields | {"id": final(r.id), "supersedes_id": final(r.parent) if r.parent else None})
         for r in records
     ]
+    return renamed, original
 
 
 class _Checker:
     """Collects every reason the records cannot be written, line by line."""
 
-    def __init__(self, records: Sequence[Record], stored: dict[str, MemoryRow]) -> None:
+    def __init__(self, records: Sequence[Record], stored: dict[str, MemoryRow], original: dict[str, str]) -> None:
         self.stored = stored
+        self.named = original  # the ids as the file names them
         self.errors: list[FieldError] = []
         self.by_id: dict[str, Record] = {}
         self.child_of: dict[str, Record] = {}
         for record in records:
             if record.id in self.by_id:
-                self.fail(record, "unique", f"id {record.id} is also on line {self.by_id[record.id].line}")
+                self.fail(record, "unique", f"id {self.named[record.id]} is also on line {self.by_id[record.id].line}")
                 continue
             self.by_id[record.id] = record
         for record in self.new():
             if record.parent is None:
                 continue
             if record.parent in self.child_of:
-                self.fail(record, "fork", f"line {self.child_of[record.parent].line} also supersedes {record.parent}")
+                self.fail(record, "fork", f"line {self.child_of[record.parent].line} also supersedes {self.named[record.parent]}")
                 continue
             self.child_of[record.parent] = record
 
@@ -201,15 +206,15 @@ class _Checker:
                 continue
             stored = self.stored.get(parent)
             if stored is None and parent not in self.by_id:
-                self.fail(record, "link", f"supersedes_id {record.fields['supersedes_id']} is neither in this file nor one of your memories")
+                self.fail(record, "link", f"supersedes_id {self.named[parent]} is neither in this file nor one of your memories")
                 continue
             parent_version = stored.version if stored is not None else self.by_id[parent].fields.get("version", 1)
             if version != parent_version + 1:
                 self.fail(record, "version", f"it supersedes version {parent_version}, so it is version {parent_version + 1}, not {version}")
             if stored is not None and stored.deleted_at is not None:
-                self.fail(record, "deleted", f"it supersedes {parent}, which is deleted")
+                self.fail(record, "deleted", f"it supersedes {self.named[parent]}, which is deleted")
             elif stored is not None and stored.superseded_at is not None:
-                self.fail(record, "fork", f"{parent} is already superseded by another of your memories")
+                self.fail(record, "fork", f"{self.named[parent]} is already superseded by another of your memories")
 
     def roots(self) -> dict[str, str]:
         """Each new record's topmost new ancestor (the record that starts its part of the chain)."""
@@ -249,9 +254,9 @@ def plan(session: Session, principal: Principal, records: Sequence[Record]) -> l
     file_ids = {r.id for r in records} | {r.parent for r in records if r.parent}
     candidates = file_ids | {copy_id(principal, memory_id) for memory_id in file_ids}
     stored = _owned_rows(session, principal, candidates)
-    renamed = _renamed(principal, records, set(stored))
+    renamed, original = _renamed(principal, records, set(stored))
 
-    checker = _Checker(renamed, stored)
+    checker = _Checker(renamed, stored, original)
     roots: dict[str, str] = {}
     if not checker.errors:
         checker.check_links()
@@ -260,8 +265,8 @@ def plan(session: Session, principal: Principal, records: Sequence[Record]) -> l
     heads = [r for r in new if r.id not in checker.child_of]
     if not checker.errors:
         keypaths = {str(h.fields["keypath"]) for h in heads if h.fields.get("keypath")}
-        retired = {r.parent for r in new if r.parent in stored}
-        checker.check_keypaths(heads, _current_at_keypaths(session, principal, keypaths), {p for p in retired if p})
+        retired = {r.parent for r in new if r.parent is not None and r.parent in stored}
+        checker.check_keypaths(heads, _current_at_keypaths(session, principal, keypaths), retired)
     if checker.errors:
         checker.errors.sort(key=lambda e: int(e.field.rsplit("/", 1)[1]))
         raise invalid_lines(checker.errors)
