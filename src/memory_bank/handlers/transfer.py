@@ -102,8 +102,8 @@ def _blank(line: str) -> bool:
     return not line.strip(" \t\r")
 
 
-def parse_records(body: str, max_lines: int | None) -> list[Record]:
-    """Every non-blank line as a record; 413 over ``max_lines``, 422 naming each bad line or an empty body."""
+def parse_records(body: str, max_lines: int | None = None) -> list[Record]:
+    """Every non-blank line as a record; 413 over ``max_lines`` (requests: ``MAX_IMPORT_LINES``), 422 naming each bad line or an empty body."""
     if max_lines is not None and body.count("\n") - body.endswith("\n") >= max_lines:
         raise ApiError(ErrorCode.payload_too_large, f"an import is at most {max_lines} lines")
     records: list[Record] = []
