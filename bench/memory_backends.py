@@ -54,7 +54,7 @@ from memory_bank.security.tokens import TokenStore  # noqa: E402
 from memory_bank.settings import Settings  # noqa: E402
 from memory_bank.store import MemoryFilter, MemoryStore, open_database, search_lexical  # noqa: E402
 from memory_bank.store.columns import new_id  # noqa: E402
-from memory_bank.store.importer import Record  # noqa: E402
+from memory_bank.store.importer import Record, copy_id  # noqa: E402
 from memory_bank.store.search import query_terms  # noqa: E402
 
 LOCOMO = ROOT.parent / "shared" / "evals" / "locomo-dev"
@@ -258,11 +258,15 @@ def idf_skew(shared_url: str, server: str, picked: Sequence[str]) -> dict[str, A
         alone_innodb, alone_ours = top10(alone_url, picked)
         with index_plan():
             _, alone_index = top10(alone_url, picked)
+    def as_imported(tops: list[list[str]]) -> list[list[str]]:
+        """The ids the import gave the same memories in the database of their own (``importer.copy_id``)."""
+        return [[copy_id(principal(0), memory_id) for memory_id in top] for top in tops]
+
     return {
         "queries": len(picked),
-        "raw_innodb": agreement(shared_innodb, alone_innodb),
-        "bm25_scan_plan": agreement(shared_ours, alone_ours),
-        "bm25_index_plan": agreement(shared_index, alone_index),
+        "raw_innodb": agreement(as_imported(shared_innodb), alone_innodb),
+        "bm25_scan_plan": agreement(as_imported(shared_ours), alone_ours),
+        "bm25_index_plan": agreement(as_imported(shared_index), alone_index),
     }
 
 

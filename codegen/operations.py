@@ -34,8 +34,7 @@ class Parameter:
 class RequestBody:
     media_type: str
     type_expr: str  # a model for JSON, ``str`` for text bodies such as JSON lines
-    max_length: int | None = None  # a text body's ``maxLength``: enforced while it is read
-    max_bytes: int | None = None  # a JSON body's cap (``body_bounds``): enforced while it is read
+    max_bytes: int | None = None  # the cap enforced while the body is read: a JSON body's from its bounds (``body_bounds``), a text body's ``x-max-bytes``
 
     @property
     def is_json(self) -> bool:
@@ -135,8 +134,8 @@ def _read_body(namer: TypeNamer, op_id: str, op: dict[str, Any]) -> RequestBody 
         schema = content[JSON].get("schema", {})
         return RequestBody(JSON, namer.expression(schema, pascal_case(op_id) + "Body"), max_bytes=max_json_bytes(schema, namer))
     media_type = next(iter(content), "application/octet-stream")
-    max_length = namer.resolve(content.get(media_type, {}).get("schema", {})).get("maxLength")
-    return RequestBody(media_type, "str", max_length)
+    max_bytes = namer.resolve(content.get(media_type, {}).get("schema", {})).get("x-max-bytes")
+    return RequestBody(media_type, "str", max_bytes)
 
 
 def _read_success(namer: TypeNamer, op_id: str, op: dict[str, Any]) -> tuple[tuple[int, ...], str | None, str]:

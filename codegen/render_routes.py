@@ -79,7 +79,7 @@ def _read_body(body: RequestBody) -> str:
     """The call that reads the body once the principal is known, capped by its schema."""
     if body.is_json:
         return f"read_json_body(request, {body.type_expr}, max_bytes={body.max_bytes})"
-    cap = "" if body.max_length is None else f", max_length={body.max_length}"
+    cap = "" if body.max_bytes is None else f", max_bytes={body.max_bytes}"
     return f"read_text_body(request{cap})"
 
 

@@ -139,47 +139,57 @@ def test_import_bounds(ann: TestClient, monkeypatch) -> None:
     monkeypatch.setattr(transfer, "MAX_IMPORT_LINES", 2)
     response = ann.post("/v1/memory/import", content="\n\n\n")
     assert response.status_code == 413 and response.json()["code"] == "payload_too_large"
-    assert ann.post("/v1/memory/import", content="").json() == {"imported": 0, "skipped": 0}
 
 
-def test_the_route_reads_the_import_body_with_the_specs_max_length() -> None:
-    spec = yaml.safe_load(SPEC.read_text())
-    schema = spec["paths"]["/v1/memory/import"]["post"]["requestBody"]["content"]["application/x-ndjson"]["schema"]
+@pytest.mark.parametrize("content", ["", "\n", " \n\t\r\n"])
+def test_an_import_without_records_is_422_naming_the_body(ann: TestClient, content: str) -> None:
+    response = ann.post("/v1/memory/import", content=content)
+    assert response.status_code == 422
+    problem = response.json()
+    assert problem["code"] == "invalid_params" and [e["field"] for e in problem["errors"]] == ["/body"]
+
+
+def test_the_spec_states_the_import_bounds_the_server_enforces() -> None:
+    operation = yaml.safe_load(SPEC.read_text())["paths"]["/v1/memory/import"]["post"]
+    schema = operation["requestBody"]["content"]["application/x-ndjson"]["schema"]
     routes = render_package(SPEC, "openapi/memory.yaml")["routes.py"]
-    assert f"await read_text_body(request, max_length={schema['maxLength']})" in routes
+    assert f"await read_text_body(request, max_bytes={schema['x-max-bytes']})" in routes
+    assert f"{schema['x-max-bytes']} bytes" in operation["description"]
+    assert f"{transfer.MAX_IMPORT_LINES} lines" in operation["description"]
 
 
 @pytest.fixture
 def capped() -> TestClient:
-    """An app whose one route reads a text body of at most 10 characters."""
+    """An app whose one route reads a text body of at most 10 bytes."""
     app = FastAPI()
     install_problem_handlers(app)
 
     @app.post("/text")
     async def text(request: Request) -> dict[str, int]:
-        return {"length": len(await read_text_body(request, max_length=10))}
+        return {"length": len(await read_text_body(request, max_bytes=10))}
 
     return TestClient(app)
 
 
-def test_a_text_body_up_to_max_length_characters_is_read_whole(capped: TestClient) -> None:
+def test_a_text_body_up_to_max_bytes_is_read_whole(capped: TestClient) -> None:
     assert capped.post("/text", content="0123456789").json() == {"length": 10}
-    assert capped.post("/text", content="😀" * 10).json() == {"length": 10}  # 40 bytes, 10 characters
+    assert capped.post("/text", content="😀😀").json() == {"length": 2}  # 8 bytes
 
 
-@pytest.mark.parametrize("content", ["01234567890", "😀" * 11])
-def test_a_text_body_over_max_length_characters_is_413(capped: TestClient, content: str) -> None:
+@pytest.mark.parametrize("content", ["01234567890", "😀" * 3])
+def test_a_text_body_over_max_bytes_is_413(capped: TestClient, content: str) -> None:
     response = capped.post("/text", content=content)
     assert response.status_code == 413 and response.json()["code"] == "payload_too_large"
+    assert "10 bytes" in response.json()["detail"]
 
 
-async def test_an_oversized_stream_is_refused_before_it_is_read_to_the_end(capped: TestClient) -> None:
+async def test_an_oversized_stream_is_refused_as_soon_as_it_passes_the_bound(capped: TestClient) -> None:
     """Driven at the ASGI level: a test client would buffer the whole body before sending."""
     received, sent = [], []
 
     async def receive() -> dict:
         received.append(1)
-        return {"type": "http.request", "body": b"x" * 16, "more_body": len(received) < 1000}
+        return {"type": "http.request", "body": b"x" * 4, "more_body": len(received) < 1000}
 
     async def send(message: dict) -> None:
         sent.append(message)
@@ -187,9 +197,9 @@ async def test_an_oversized_stream_is_refused_before_it_is_read_to_the_end(cappe
     scope = {"type": "http", "method": "POST", "path": "/text", "headers": [], "query_string": b""}
     await capped.app(scope, receive, send)
     assert sent[0]["status"] == 413
-    assert len(received) <= 3  # 16, 32, then 48 bytes > 40: refused at the third chunk
+    assert len(received) == 3  # 4, 8, then 12 bytes > 10: refused at the third chunk
 
 
 def test_a_declared_oversized_length_is_refused_without_reading(capped: TestClient) -> None:
-    response = capped.post("/text", content=b"x" * 41, headers={"content-length": "41"})
+    response = capped.post("/text", content=b"x" * 11, headers={"content-length": "11"})
     assert response.status_code == 413

@@ -97,6 +97,22 @@ def test_an_import_with_a_bad_line_writes_nothing_and_names_the_line(run: Run, s
     assert store.search(owner("acme", "bob"), MemoryFilter(), None, 10) == []
 
 
+def test_a_backup_holding_line_separators_restores_and_keeps_only_the_orgs_agents(run: Run, store: MemoryStore, tmp_path: Path) -> None:
+    """U+2028/U+2029/U+0085 in a memory, even a deleted one, no longer make a backup unrestorable."""
+    TokenStore(open_database(get_settings())).create("globex", "someone", "helper", ["memory:read"])  # registers "helper" in globex
+    save(store, "acme", "ada", "line\u2028separator", agent_id="helper")
+    gone = save(store, "acme", "ada", "paragraph\u2029separator\u0085next line", agent_id="ghost")
+    store.delete(owner("acme", "ada"), gone)
+    out = tmp_path / "ada.jsonl"
+    assert run("export", "--out", str(out), "--org", "acme", "--user", "ada").exit_code == 0
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 2
+
+    imported = run("import", str(out), "--org", "globex", "--user", "cy")
+    assert imported.exit_code == 0 and imported.stdout.strip() == "imported 2, skipped 0 already present"
+    restored = {row.content: row.agent_id for row in store.export_page(owner("globex", "cy"), None, 10)}
+    assert restored == {"line\u2028separator": "helper", "paragraph\u2029separator\u0085next line": None}
+
+
 def test_import_refuses_a_file_that_is_not_utf8(run: Run, tmp_path: Path) -> None:
     binary = tmp_path / "binary.jsonl"
     binary.write_bytes(b"\xff\xfe\x00")

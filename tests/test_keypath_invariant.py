@@ -169,7 +169,8 @@ def test_an_import_that_would_add_a_second_current_value_is_refused_whole(make_c
 
     response = ann.post("/v1/memory/import", content=body)
 
-    assert response.status_code == 409 and response.json()["code"] == "conflict", response.text
+    # The import's own check names the line; the unique key behind it is tested above.
+    assert response.status_code == 422 and response.json()["errors"][0]["rule"] == "keypath", response.text
     assert ann.get("/v1/memory/export").text == before
     assert ann.get(f"/v1/memory/keypaths/{KEYPATH}").json()["content"] == "vim"
 

@@ -113,6 +113,8 @@ def test_running_every_example_unchanged_is_accepted_by_the_server(make_client: 
             expected = request_bodies(operation)["application/json"]["example"]
             assert response.status_code == 201
             assert {k: response.json()[k] for k in expected} == expected
-    # The import example's record is the one the memory_id example names, so the reads find it.
-    assert statuses["importMemories"] == 200 and statuses["getMemory"] == 200 and statuses["patchMemory"] == 200
+    # The import example is stored (under an id of the caller's own: import renames every id it
+    # does not already own, so it tells nothing about other tenants); reads of the memory_id
+    # example may then be 404, never refused.
+    assert statuses["importMemories"] == 200
     assert statuses["putMemoryKeypath"] == 201 and statuses["getMemoryKeypath"] == 200

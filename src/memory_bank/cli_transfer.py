@@ -2,9 +2,10 @@
 
 The file format is the API's (``GET /v1/memory/export``): one ``Memory`` document per
 line, written by the same ``export_lines`` and read back by the same ``parse_records``,
-so a file moves freely between the CLI and the API. Import keeps the API's rules:
-every line is checked before anything is written, and it all lands in one transaction
-or not at all. Progress goes to stderr; the summary to stdout.
+so a file moves freely between the CLI and the API. Import keeps the API's rules (every
+line is checked, against the file and the owner's memories, before anything is written;
+agent ids not registered in the org are dropped) but not its request bounds: a file of
+any size is read. Progress goes to stderr; the summary to stdout.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import typer
 
 from memory_bank.cli_support import Org, User, database, fail, memory_store, owner, plain_errors, progress, stdout
 from memory_bank.errors import ErrorCode
-from memory_bank.handlers.transfer import export_lines, parse_records
+from memory_bank.handlers.transfer import agent_ids, attribute, export_lines, parse_records
+from memory_bank.security.agents import AgentStore
 from memory_bank.security.principal import Principal
 from memory_bank.store.database import transaction
 from memory_bank.store.filters import owned_by
@@ -80,7 +82,8 @@ def import_memories(
 ) -> None:
     """Load a JSON-lines export into one owner's memories: all of it or, if any line is bad, nothing.
 
-    Memories already there (same id) are skipped, so an import can be repeated.
+    Memories already there (same id) are skipped, so an import can be repeated. Agent ids
+    that are not agents of the org are left out (the operator imports as no agent).
     """
     with plain_errors(), progress() as bar:
         reading = bar.add_task(f"Reading {file.name} (bytes)", total=file.stat().st_size)
@@ -94,9 +97,10 @@ def import_memories(
         except UnicodeDecodeError as exc:
             raise fail(ErrorCode.invalid_params, f"{file} is not UTF-8 text (byte {exc.start})") from None
         checking = bar.add_task("Checking every line", total=None)
-        records = parse_records(body)
+        records = parse_records(body, max_lines=None)
+        registered = AgentStore(database()).registered(org, agent_ids(records))
         bar.update(checking, total=len(records), completed=len(records))
-        writing = bar.add_task(f"Writing {len(records)} records in one transaction", total=None)
-        imported, skipped = memory_store().import_records(owner(org, user), records)
+        writing = bar.add_task(f"Writing {len(records)} records", total=None)
+        imported, skipped = memory_store().import_records(owner(org, user), attribute(records, registered, None))
         bar.update(writing, total=len(records), completed=len(records))
     stdout.print(f"imported {imported}, skipped {skipped} already present")

@@ -147,20 +147,23 @@ class AccessLog:
         token = _request_id.set(state.get("request_id"))
         started = time.perf_counter()
         status = 500  # an exception before the response started becomes a 500
+        complete = False  # a stream that dies mid-way (e.g. an export) already said 200
 
         async def send_and_note(message: Message) -> None:
-            nonlocal status
+            nonlocal status, complete
             if message["type"] == "http.response.start":
                 status = message["status"]
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                complete = True
             await send(message)
 
         try:
             await self.app(scope, receive, send_and_note)
         finally:
-            self._write(scope, state, status, (time.perf_counter() - started) * 1000)
+            self._write(scope, state, status, (time.perf_counter() - started) * 1000, complete)
             _request_id.reset(token)
 
-    def _write(self, scope: Scope, state: dict[str, Any], status: int, latency_ms: float) -> None:
+    def _write(self, scope: Scope, state: dict[str, Any], status: int, latency_ms: float, complete: bool) -> None:
         principal = state.get("principal")
         # The route's template, not the path: a path can carry data (a keypath is the caller's words).
         fields = {
@@ -171,7 +174,11 @@ class AccessLog:
             "org_id": getattr(principal, "org_id", None),
         }
         message = f"{fields['method']} {fields['path']} -> {status} in {fields['latency_ms']} ms"
-        self._log.info(message, extra={"fields": fields})
+        if complete:
+            self._log.info(message, extra={"fields": fields})
+        else:
+            fields["aborted"] = True
+            self._log.error(message + ", aborted before the response was complete", extra={"fields": fields})
 
 
 def describe_database(url: URL) -> str:

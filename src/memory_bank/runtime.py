@@ -16,6 +16,7 @@ import pydantic
 import pydantic_core
 from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
 
 from memory_bank.errors import ApiError, ErrorCode, FieldError
 from memory_bank.problems import field_errors, validation_error
@@ -66,31 +67,28 @@ def render_reply(reply: Reply[object], *, statuses: tuple[int, ...], media_type:
     return StreamingResponse(reply.body, status_code=status, media_type=media_type)  # type: ignore[arg-type]
 
 
-#: UTF-8 spends at most this many bytes on one character.
-_MAX_UTF8_BYTES = 4
-
-
-async def read_text_body(request: Request, max_length: int | None = None) -> str:
+async def read_text_body(request: Request, max_bytes: int | None = None) -> str:
     """A non-JSON request body (e.g. JSON lines) as text; undecodable bytes are the caller's error.
 
-    With ``max_length`` (the body schema's ``maxLength``, in characters) the body is read
-    chunk by chunk and refused with 413 as soon as it cannot fit, and before a byte is
-    read when its Content-Length already says so: an oversized upload never sits whole
-    in memory just to be rejected.
+    With ``max_bytes`` (the body schema's ``x-max-bytes``) the bytes are counted as they
+    arrive and the body is refused with 413 the moment it passes the bound, or before a
+    byte is read when its Content-Length already does: an oversized upload, chunked or
+    not, never sits whole in memory just to be rejected. Decoding runs in a worker thread,
+    as it is linear in a body that may be tens of megabytes.
     """
-    byte_cap = None if max_length is None else max_length * _MAX_UTF8_BYTES
-    body = await read_capped(request, byte_cap, lambda: _too_long(max_length))
+    body = await read_capped(request, max_bytes)
+    return await run_in_threadpool(_decode, body)
+
+
+def _decode(body: bytes) -> str:
     try:
-        text = body.decode("utf-8")
+        return body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ApiError(
             ErrorCode.invalid_params,
             "the request body is not UTF-8 text",
             [FieldError("/body", "encoding", f"byte {exc.start} is not valid UTF-8")],
         ) from None
-    if max_length is not None and len(text) > max_length:
-        raise _too_long(max_length)
-    return text
 
 
 async def read_json_body(request: Request, shape: type[BodyT], *, max_bytes: int) -> BodyT:
@@ -137,10 +135,6 @@ async def read_capped(
 
 def _too_many_bytes(max_bytes: int | None) -> ApiError:
     return ApiError(ErrorCode.payload_too_large, f"the request body is at most {max_bytes} bytes")
-
-
-def _too_long(max_length: int | None) -> ApiError:
-    return ApiError(ErrorCode.payload_too_large, f"the request body is at most {max_length} characters")
 
 
 __all__ = ["ANY_TOKEN", "Authorize", "Principal", "Reply", "TextStream", "read_capped", "read_json_body", "read_text_body", "render_reply"]

@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from memory_bank.generated import models
 from memory_bank.handlers.convert import to_memory, to_model, to_search_hit
-from memory_bank.handlers.transfer import export_lines, parse_records
+from memory_bank.handlers.transfer import export_lines, import_body
 from memory_bank.runtime import Principal, Reply, TextStream
 from memory_bank.security.agents import AgentResolver
 from memory_bank.store.filters import MemoryFilter
@@ -96,9 +96,7 @@ class MemoryHandlers:
         return Reply(export_lines(next_page))
 
     async def import_memories(self, principal: Principal, *, body: str) -> Reply[models.ImportResult]:
-        records = parse_records(body)
-        imported, skipped = await _off_loop(self._store.import_records, principal, records)
-        return Reply(models.ImportResult(imported=imported, skipped=skipped))
+        return Reply(await import_body(self._store, self._agents, principal, body))
 
     async def put_memory_keypath(
         self, principal: Principal, *, keypath: str, body: models.KeypathValue

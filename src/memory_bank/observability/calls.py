@@ -31,9 +31,16 @@ class _Response:
 
     def __init__(self) -> None:
         self.status = 500  # an exception before any response start is a 500
+        self.complete = False  # a stream that dies mid-way (e.g. an export) started as a 200
         self._problem: bytearray | None = None
 
+    @property
+    def success(self) -> bool:
+        return self.status < 400 and self.complete
+
     def see(self, message: Message) -> None:
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            self.complete = True
         if message["type"] == "http.response.start":
             self.status = message["status"]
             headers = dict(message.get("headers", ()))
@@ -44,8 +51,10 @@ class _Response:
                 self._problem.extend(message.get("body", b""))
 
     def error_code(self) -> str | None:
-        if self.status < 400:
+        if self.success:
             return None
+        if self.status < 400:
+            return ErrorCode.backend_error.value
         try:
             code = json.loads(bytes(self._problem or b"")).get("code")
         except (ValueError, AttributeError):
@@ -94,7 +103,7 @@ class CallObserver:
                             agent_id=attribution.agent_id or (principal.agent_id if principal else None),
                             tool_name=operation_id,
                             latency_ms=round(seconds * 1000, 3),
-                            success=response.status < 400,
+                            success=response.success,
                             error_code=response.error_code(),
                             requested_at=requested_at,
                         )

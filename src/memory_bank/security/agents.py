@@ -15,6 +15,8 @@ themselves in ``agent_id``.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
@@ -26,6 +28,9 @@ from memory_bank.security.principal import Principal
 from memory_bank.store.agents_table import AgentRow
 from memory_bank.store.columns import new_id
 from memory_bank.store.database import transaction
+
+#: Ids per IN (...) probe: well under every backend's bound-parameter limit.
+_IN_CHUNK = 500
 
 NO_AGENT = "no agent: use a token bound to an agent or send agent_id"
 
@@ -59,6 +64,18 @@ class AgentStore:
     def find(self, org_id: str, agent_id: str) -> AgentRow | None:
         with transaction(self._engine) as session:
             return session.get(AgentRow, (org_id, agent_id))
+
+    def registered(self, org_id: str, agent_ids: Collection[str]) -> set[str]:
+        """Which of ``agent_ids`` are agents of ``org_id``, active or not (an import keeps their names)."""
+        found: set[str] = set()
+        wanted = sorted(agent_ids)
+        with transaction(self._engine) as session:
+            for start in range(0, len(wanted), _IN_CHUNK):
+                statement = sa.select(col(AgentRow.id)).where(
+                    col(AgentRow.org_id) == org_id, col(AgentRow.id).in_(wanted[start : start + _IN_CHUNK])
+                )
+                found.update(session.scalars(statement))
+        return found
 
     def in_org(self, org_id: str) -> list[AgentRow]:
         statement = sa.select(AgentRow).where(col(AgentRow.org_id) == org_id).order_by(col(AgentRow.created_at), col(AgentRow.id))
@@ -101,3 +118,7 @@ class AgentResolver:
             raise ApiError(ErrorCode.permission_denied, f"agent {agent_id!r} is deactivated")
         attribute_agent(agent_id)
         return agent_id
+
+    async def registered(self, org_id: str, agent_ids: Collection[str]) -> set[str]:
+        """``AgentStore.registered``, off the event loop."""
+        return await run_in_threadpool(self._agents.registered, org_id, agent_ids)

@@ -1,40 +1,64 @@
-"""Writing exported memory records into the caller's account, all or nothing.
+"""Writing exported memory records into the caller's account.
 
 Records are what ``export`` wrote (the Memory shape), already validated one by one
-by the caller. This module checks what only the whole file can show (duplicate ids,
-``supersedes_id`` links that lead nowhere, forks and cycles), then writes:
+by the caller. ``plan`` checks what only the whole file together with the caller's
+stored memories can show, and refuses the import, naming each line, unless every
+version chain stays well formed: one head per chain (a tombstone is a deleted head),
+versions counting up from 1, no version superseded twice, no link to a deleted or
+unknown memory, no cycle, and one current value per keypath.
+
+Ids:
 
 * a record whose id the caller already owns is skipped, so an import can be repeated;
-* a record whose id another owner holds gets an id derived from (owner, original id),
-  and the links to it follow; derived rather than random, so importing the same file
-  into the same account again finds those copies and skips them instead of duplicating;
+* every other id, whether unknown or held by someone else, becomes an id derived from
+  (owner, original id), and the links to it follow. The same rule for both, so an
+  import tells nothing about other accounts; derived rather than random, so importing
+  the same file into the same account again finds those copies and skips them;
 * ``chain_id`` is re-derived from the links (the chain's first version), so the
   export format needs no field beyond the Memory shape;
 * the first version of each live chain gets its content-derived idempotency key back
   when no other memory holds it, so saving the same words after an import is still a
   replay. Keys from ``Idempotency-Key`` headers do not travel.
+
+The plan is written in batches of whole chains, each batch its own transaction
+(``write_batch``), so a large import never holds the database's write lock for long
+and other writers go in between. After every committed batch each chain is whole.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import json
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col
 
 from memory_bank.errors import ApiError, ErrorCode, FieldError
 from memory_bank.security.principal import Principal
-from memory_bank.store.columns import ID_LENGTH, command_line_safe, new_id
+from memory_bank.store.columns import ID_LENGTH, command_line_safe
+from memory_bank.store.database import transaction
+from memory_bank.store.filters import current, owned_by
 from memory_bank.store.idempotency import content_hash, content_key
 from memory_bank.store.tables import MemoryRow
 
 #: Ids per IN (...) probe: well under every backend's bound-parameter limit.
 _CHUNK = 500
+#: Rows per write transaction (a longer chain makes its batch longer: chains are never split).
+BATCH_ROWS = 200
+#: Tries per batch when a concurrent writer got in first; the retry finds its rows and skips them.
+BATCH_ATTEMPTS = 3
+#: MariaDB/MySQL's lock wait timeout and deadlock: a concurrent writer, not a broken import.
+_RACE_ERRORS = frozenset({1205, 1213})
+#: Problem documents list at most this many bad lines (the detail gives the total).
+MAX_REPORTED_ERRORS = 100
 
 
 @dataclass(frozen=True)
@@ -53,9 +77,26 @@ class Record:
         return self.fields.get("supersedes_id")
 
 
+@dataclass
+class Planned:
+    """A record to insert, with its final id and links."""
+
+    record: Record
+    id: str
+    parent: str | None
+    chain_id: str = ""
+    #: The stored head this version supersedes (its pk), stamped when the batch is written.
+    retires: int | None = None
+
+
+class Raced(Exception):
+    """A concurrent writer changed what the batch relies on: the batch is retried."""
+
+
 def copy_id(principal: Principal, original_id: str) -> str:
-    """The id this owner's copy of another owner's record gets: stable, URL-safe, 21 characters."""
-    digest = hashlib.sha256(f"{principal.org_id}:{principal.user_id}:{original_id}".encode()).digest()
+    """The id this owner's copy of a record gets: stable, URL-safe, 21 characters, never led by '-'."""
+    owner_and_id = json.dumps([principal.org_id, principal.user_id, original_id])  # unambiguous, unlike joining
+    digest = hashlib.sha256(owner_and_id.encode()).digest()
     return command_line_safe(base64.urlsafe_b64encode(digest).decode("ascii")[:ID_LENGTH])
 
 
@@ -64,8 +105,11 @@ def line_error(line: int, rule: str, message: str) -> FieldError:
 
 
 def invalid_lines(errors: list[FieldError]) -> ApiError:
+    listed = "" if len(errors) <= MAX_REPORTED_ERRORS else f" (the first {MAX_REPORTED_ERRORS} are listed)"
     return ApiError(
-        ErrorCode.invalid_params, f"{len(errors)} line(s) are invalid; nothing was imported", errors
+        ErrorCode.invalid_params,
+        f"{len(errors)} line(s) are invalid{listed}; nothing was imported",
+        errors[:MAX_REPORTED_ERRORS],
     )
 
 
@@ -74,11 +118,20 @@ def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
         yield items[start : start + _CHUNK]
 
 
-def _rows_by_id(session: Session, ids: set[str]) -> dict[str, MemoryRow]:
-    """Existing rows with these ids, whoever owns them (only to tell taken ids apart)."""
+def _owned_rows(session: Session, principal: Principal, ids: set[str]) -> dict[str, MemoryRow]:
+    """The caller's own rows among ``ids``: nobody else's rows are ever looked at."""
     found: dict[str, MemoryRow] = {}
     for chunk in _chunks(sorted(ids)):
-        found.update((row.id, row) for row in session.scalars(sa.select(MemoryRow).where(col(MemoryRow.id).in_(chunk))))
+        statement = sa.select(MemoryRow).where(owned_by(principal), col(MemoryRow.id).in_(chunk))
+        found.update((row.id, row) for row in session.scalars(statement))
+    return found
+
+
+def _current_at_keypaths(session: Session, principal: Principal, keypaths: set[str]) -> dict[str, MemoryRow]:
+    found: dict[str, MemoryRow] = {}
+    for chunk in _chunks(sorted(keypaths)):
+        statement = sa.select(MemoryRow).where(owned_by(principal), current(), col(MemoryRow.keypath).in_(chunk))
+        found.update((str(row.keypath), row) for row in session.scalars(statement))
     return found
 
 
@@ -92,117 +145,209 @@ def _taken_keys(session: Session, org_id: str, keys: set[str]) -> set[str]:
     return taken
 
 
-def _depths(by_id: dict[str, Record]) -> tuple[dict[str, int], list[FieldError]]:
-    """Each record's distance from the first in-file version of its chain, and the cycles.
+def _renamed(principal: Principal, records: Sequence[Record], owned: set[str]) -> tuple[list[Record], dict[str, str]]:
+    """Every id the caller does not own replaced by its ``copy_id``; and each new id's original, for messages."""
+    original: dict[str, str] = {}
 
-    Writing in order of depth puts every version after the one it supersedes.
-    """
-    depth: dict[str, int] = {}
-    errors: list[FieldError] = []
-    for record in by_id.values():
-        path: list[str] = []
-        seen: set[str] = set()
-        node: Record | None = record
-        while node is not None and node.id not in depth and node.id not in seen:
-            path.append(node.id)
-            seen.add(node.id)
-            node = by_id.get(node.parent) if node.parent else None
-        if node is not None and node.id not in depth:
-            errors.append(line_error(record.line, "cycle", "its supersedes_id links form a cycle"))
-            continue
-        base = depth[node.id] + 1 if node is not None else 0
-        depth.update((memory_id, base + i) for i, memory_id in enumerate(reversed(path)))
-    return depth, errors
+    def final(memory_id: str) -> str:
+        new = memory_id if memory_id in owned else copy_id(principal, memory_id)
+        original[new] = memory_id
+        return new
 
-
-def _check(records: Sequence[Record], owned: set[str]) -> tuple[list[Record], list[FieldError]]:
-    """The records in writing order, or every line whose links are broken."""
-    in_file = {r.id for r in records}
-    by_id: dict[str, Record] = {}
-    superseded_by: dict[str, int] = {}
-    errors: list[FieldError] = []
-    for record in records:
-        if record.id in by_id:
-            errors.append(line_error(record.line, "unique", f"id {record.id} is also on line {by_id[record.id].line}"))
-            continue
-        by_id[record.id] = record
-        if record.parent is None:
-            continue
-        if record.parent in superseded_by:
-            errors.append(line_error(record.line, "fork", f"line {superseded_by[record.parent]} also supersedes {record.parent}"))
-        superseded_by[record.parent] = record.line
-        if record.parent not in in_file and record.parent not in owned:
-            errors.append(line_error(record.line, "link", f"supersedes_id {record.parent} is neither in this file nor one of your memories"))
-    depth, cycles = _depths(by_id) if not errors else ({}, [])
-    errors += cycles
-    errors.sort(key=lambda e: int(e.field.rsplit("/", 1)[1]))
-    return sorted(by_id.values(), key=lambda r: depth.get(r.id, 0)), errors
-
-
-def _mine(row: MemoryRow, principal: Principal) -> bool:
-    return row.org_id == principal.org_id and row.user_id == principal.user_id
-
-
-def _own_ids(session: Session, principal: Principal, records: Sequence[Record]) -> list[Record]:
-    """The records with every id another owner holds replaced by this owner's ``copy_id``."""
-    ids = {r.id for r in records} | {r.parent for r in records if r.parent}
-    rename = {i: copy_id(principal, i) for i, row in _rows_by_id(session, ids).items() if not _mine(row, principal)}
-    return [
-        replace(r, fields=r.fields | {"id": rename.get(r.id, r.id), "supersedes_id": rename.get(r.parent, r.parent) if r.parent else None})
-        if r.id in rename or r.parent in rename
-        else r
+    renamed = [
+        Record(r.line, r.fields | {"id": final(r.id), "supersedes_id": final(r.parent) if r.parent else None})
         for r in records
     ]
+    return renamed, original
 
 
-def write(session: Session, principal: Principal, records: Sequence[Record]) -> tuple[int, int]:
-    """Insert the records the caller does not have yet; returns (imported, skipped)."""
-    records = _own_ids(session, principal, records)
-    existing = _rows_by_id(session, {r.id for r in records} | {r.parent for r in records if r.parent})
-    owned = {memory_id for memory_id, row in existing.items() if _mine(row, principal)}
-    ordered, errors = _check(records, owned)
-    if errors:
-        raise invalid_lines(errors)
+class _Checker:
+    """Collects every reason the records cannot be written, line by line."""
 
-    final_id: dict[str, str] = {}
-    chain_of: dict[str, str] = {}
-    new_rows: list[MemoryRow] = []
-    for record in ordered:
-        if record.id in owned:
-            final_id[record.id] = record.id
-            chain_of[record.id] = existing[record.id].chain_id
-            continue
-        memory_id = new_id() if record.id in existing else record.id
-        final_id[record.id] = memory_id
-        parent = record.parent
-        if parent is None:
-            chain_of[record.id] = memory_id
-        else:
-            chain_of[record.id] = chain_of[parent] if parent in chain_of else existing[parent].chain_id
-            if parent in owned:
-                _retire(existing[parent], record.fields["created_at"])
-        fields = {k: v for k, v in record.fields.items() if k not in ("id", "user_id", "supersedes_id")}
-        new_rows.append(
+    def __init__(self, records: Sequence[Record], stored: dict[str, MemoryRow], original: dict[str, str]) -> None:
+        self.stored = stored
+        self.named = original  # the ids as the file names them
+        self.errors: list[FieldError] = []
+        self.by_id: dict[str, Record] = {}
+        self.child_of: dict[str, Record] = {}
+        for record in records:
+            if record.id in self.by_id:
+                self.fail(record, "unique", f"id {self.named[record.id]} is also on line {self.by_id[record.id].line}")
+                continue
+            self.by_id[record.id] = record
+        for record in self.new():
+            if record.parent is None:
+                continue
+            if record.parent in self.child_of:
+                self.fail(record, "fork", f"line {self.child_of[record.parent].line} also supersedes {self.named[record.parent]}")
+                continue
+            self.child_of[record.parent] = record
+
+    def fail(self, record: Record, rule: str, message: str) -> None:
+        self.errors.append(line_error(record.line, rule, message))
+
+    def new(self) -> list[Record]:
+        """The records to write: those whose id the caller does not hold yet."""
+        return [r for r in self.by_id.values() if r.id not in self.stored]
+
+    def check_links(self) -> None:
+        for record in self.new():
+            parent = record.parent
+            version = record.fields.get("version", 1)
+            if record.fields.get("deleted_at") is not None and record.id in self.child_of:
+                self.fail(record, "deleted", f"it is deleted, but line {self.child_of[record.id].line} supersedes it")
+            if record.id in self.child_of and record.fields.get("superseded_at") is None:
+                self.fail(record, "superseded", f"line {self.child_of[record.id].line} supersedes it, so it needs superseded_at")
+            if record.id not in self.child_of and record.fields.get("superseded_at") is not None:
+                self.fail(record, "superseded", "superseded_at is set, but no line supersedes it")
+            if parent is None:
+                if version != 1:
+                    self.fail(record, "version", f"a first version is version 1, not {version}")
+                continue
+            stored = self.stored.get(parent)
+            if stored is None and parent not in self.by_id:
+                self.fail(record, "link", f"supersedes_id {self.named[parent]} is neither in this file nor one of your memories")
+                continue
+            parent_version = stored.version if stored is not None else self.by_id[parent].fields.get("version", 1)
+            if version != parent_version + 1:
+                self.fail(record, "version", f"it supersedes version {parent_version}, so it is version {parent_version + 1}, not {version}")
+            if stored is not None and stored.deleted_at is not None:
+                self.fail(record, "deleted", f"it supersedes {self.named[parent]}, which is deleted")
+            elif stored is not None and stored.superseded_at is not None:
+                self.fail(record, "fork", f"{self.named[parent]} is already superseded by another of your memories")
+
+    def roots(self) -> dict[str, str]:
+        """Each new record's topmost new ancestor (the record that starts its part of the chain)."""
+        root: dict[str, str] = {}
+        for record in self.new():
+            path: list[str] = []
+            node: Record | None = record
+            while node is not None and node.id not in root and node.id not in path:
+                path.append(node.id)
+                parent = self.by_id.get(node.parent) if node.parent else None
+                node = parent if parent is not None and parent.id not in self.stored else None
+            if node is not None and node.id not in root:
+                self.fail(record, "cycle", "its supersedes_id links form a cycle")
+                continue
+            top = root[node.id] if node is not None else path[-1]
+            root.update((memory_id, top) for memory_id in path)
+        return root
+
+    def check_keypaths(self, heads: list[Record], stored_current: dict[str, MemoryRow], retired: set[str]) -> None:
+        """One current value per keypath: the live heads this import writes, and the ones already stored."""
+        seen: dict[str, Record] = {}
+        for head in heads:
+            keypath = head.fields.get("keypath")
+            if keypath is None or head.fields.get("deleted_at") is not None:
+                continue
+            if keypath in seen:
+                self.fail(head, "keypath", f"line {seen[keypath].line} is also the current value of {keypath}")
+                continue
+            seen[keypath] = head
+            other = stored_current.get(keypath)
+            if other is not None and other.id not in retired:
+                self.fail(head, "keypath", f"{keypath} already has a current value, {other.id}")
+
+
+def plan(session: Session, principal: Principal, records: Sequence[Record]) -> list[list[Planned]]:
+    """The records as batches to write, or 422 naming every line that would break a chain."""
+    file_ids = {r.id for r in records} | {r.parent for r in records if r.parent}
+    candidates = file_ids | {copy_id(principal, memory_id) for memory_id in file_ids}
+    stored = _owned_rows(session, principal, candidates)
+    renamed, original = _renamed(principal, records, set(stored))
+
+    checker = _Checker(renamed, stored, original)
+    roots: dict[str, str] = {}
+    if not checker.errors:
+        checker.check_links()
+        roots = checker.roots()
+    new = checker.new()
+    heads = [r for r in new if r.id not in checker.child_of]
+    if not checker.errors:
+        keypaths = {str(h.fields["keypath"]) for h in heads if h.fields.get("keypath")}
+        retired = {r.parent for r in new if r.parent is not None and r.parent in stored}
+        checker.check_keypaths(heads, _current_at_keypaths(session, principal, keypaths), retired)
+    if checker.errors:
+        checker.errors.sort(key=lambda e: int(e.field.rsplit("/", 1)[1]))
+        raise invalid_lines(checker.errors)
+    return _batches(new, roots, stored)
+
+
+def _batches(new: list[Record], roots: dict[str, str], stored: dict[str, MemoryRow]) -> list[list[Planned]]:
+    """Whole chains per batch, each chain's versions in order, about ``BATCH_ROWS`` rows a batch."""
+    chains: dict[str, list[Record]] = defaultdict(list)
+    for record in new:
+        chains[roots[record.id]].append(record)
+    batches: list[list[Planned]] = []
+    batch: list[Planned] = []
+    for chain in chains.values():
+        batch.extend(_in_order(chain, stored))
+        if len(batch) >= BATCH_ROWS:
+            batches.append(batch)
+            batch = []
+    if batch:
+        batches.append(batch)
+    return batches
+
+
+def _in_order(chain: list[Record], stored: dict[str, MemoryRow]) -> list[Planned]:
+    """One chain's new versions, each after the one it supersedes, with chain ids and retirements."""
+    by_parent = {r.parent: r for r in chain if r.parent}
+    first = next(r for r in chain if r.parent is None or r.parent in stored)
+    parent_row = stored.get(first.parent) if first.parent else None
+    chain_id = parent_row.chain_id if parent_row is not None else first.id
+    ordered: list[Planned] = []
+    node: Record | None = first
+    while node is not None:
+        ordered.append(Planned(node, node.id, node.parent, chain_id))
+        node = by_parent.get(node.id)
+    if parent_row is not None:
+        ordered[0].retires = parent_row.pk
+    return ordered
+
+
+def new_rows(principal: Principal, batch: Sequence[Planned]) -> list[MemoryRow]:
+    """The batch's rows, built before its transaction opens: building them is most of the work."""
+    rows = []
+    for planned in batch:
+        fields = {k: v for k, v in planned.record.fields.items() if k not in ("id", "user_id", "supersedes_id")}
+        rows.append(
             MemoryRow(
                 **fields,
-                id=memory_id,
+                id=planned.id,
                 org_id=principal.org_id,
                 user_id=principal.user_id,
-                supersedes_id=final_id.get(parent, parent) if parent else None,
-                chain_id=chain_of[record.id],
+                supersedes_id=planned.parent,
+                chain_id=planned.chain_id,
                 content_hash=content_hash(fields["content"]),
             )
         )
-    _restore_content_keys(session, principal, new_rows)
-    session.add_all(new_rows)
+    return rows
+
+
+def write_batch(session: Session, principal: Principal, batch: Sequence[Planned], rows: Sequence[MemoryRow]) -> int:
+    """Insert the rows the caller does not hold yet (a concurrent import may have written some); returns how many."""
+    present = set(_owned_rows(session, principal, {p.id for p in batch}))
+    missing = [row for planned, row in zip(batch, rows, strict=True) if planned.id not in present]
+    for planned in batch:
+        if planned.retires is not None and planned.id not in present:
+            _retire(session, planned.retires, planned.record.fields["created_at"])
+    _restore_content_keys(session, principal, missing)
+    session.add_all(missing)
     session.flush()
-    return len(new_rows), len(ordered) - len(new_rows)
+    return len(missing)
 
 
-def _retire(head: MemoryRow, moment: datetime) -> None:
-    """A stored version that an imported one supersedes is a chain head no longer."""
-    if head.superseded_at is None:
-        head.superseded_at = head.updated_at = moment
+def _retire(session: Session, head_pk: int, moment: datetime) -> None:
+    """A stored head that an imported version supersedes is the head no longer, unless a writer beat us to it."""
+    result: sa.CursorResult[Any] = session.execute(  # type: ignore[assignment]
+        sa.update(MemoryRow)
+        .where(col(MemoryRow.pk) == head_pk, current())
+        .values(superseded_at=moment, updated_at=moment)
+        .execution_options(synchronize_session=False)
+    )
+    if result.rowcount != 1:
+        raise Raced()
 
 
 def _restore_content_keys(session: Session, principal: Principal, rows: Sequence[MemoryRow]) -> None:
@@ -219,3 +364,36 @@ def _restore_content_keys(session: Session, principal: Principal, rows: Sequence
         if key is not None and key not in taken:
             row.idempotency_key = key
             taken.add(key)
+
+
+def run(engine: Engine, principal: Principal, records: Sequence[Record]) -> tuple[int, int]:
+    """Check the records against the caller's memories, then write them batch by batch: (imported, skipped)."""
+    with transaction(engine) as session:
+        batches = plan(session, principal, records)
+    imported = 0
+    for batch in batches:
+        imported += _write_retrying(engine, principal, batch, imported)
+    return imported, len(records) - imported
+
+
+def _write_retrying(engine: Engine, principal: Principal, batch: Sequence[Planned], written: int) -> int:
+    for _ in range(BATCH_ATTEMPTS):
+        try:
+            rows = new_rows(principal, batch)
+            with transaction(engine, write=True) as session:
+                return write_batch(session, principal, batch, rows)
+        except (Raced, IntegrityError, OperationalError) as exc:
+            if not _raced(exc):
+                raise
+    raise ApiError(
+        ErrorCode.conflict,
+        f"your memories changed while the import was written; {written} records were written and stay "
+        "(importing the same file again skips them)",
+    )
+
+
+def _raced(exc: Exception) -> bool:
+    if isinstance(exc, OperationalError):
+        args: tuple[Any, ...] = getattr(exc.orig, "args", ())
+        return bool(args) and args[0] in _RACE_ERRORS
+    return True

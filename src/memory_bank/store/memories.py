@@ -339,16 +339,6 @@ class MemoryStore:
             return list(session.scalars(statement))
 
     def import_records(self, principal: Principal, records: Sequence[importer.Record]) -> tuple[int, int]:
-        """Write exported records into the caller's account in one transaction: (imported, skipped).
-
-        A live record at a keypath where the caller already has a current value (or a
-        concurrent write taking one of its ids) trips a unique key: nothing is imported, 409.
-        """
-        try:
-            with transaction(self._engine, write=True) as session:
-                return importer.write(session, principal, records)
-        except IntegrityError:
-            raise _conflict(
-                "the import would give a keypath a second current value, or collides with a concurrent write; nothing was imported"
-            ) from None
+        """Write exported records into the caller's account, checked whole, written in batches: (imported, skipped)."""
+        return importer.run(self._engine, principal, records)
 

@@ -1,0 +1,135 @@
+"""Export and import against a real uvicorn server: the streamed byte bound, the free event loop, aborted exports."""
+
+from __future__ import annotations
+
+import logging
+import select
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import sqlalchemy as sa
+from transfer_support import live_app
+
+from memory_bank.handlers import transfer
+from memory_bank.security.tokens import TokenStore
+from memory_bank.settings import Settings
+from memory_bank.store.audit_table import AuditEventRow
+from memory_bank.store.database import make_engine
+from memory_bank.store.memories import MemoryStore
+
+#: The spec's x-max-bytes on importMemories (test_api_transfer pins the route to the spec).
+IMPORT_MAX_BYTES = 33_554_432
+CHUNK = 1 << 20
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[str, str, Settings]]:
+    """(base url, a read-write token bound to an agent, the settings) of a live server on SQLite."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'memory-bank.db'}")
+    with live_app(settings) as (app, url):
+        token = TokenStore(app.state.engine).create("acme", "ann", "laptop", ["memory:read", "memory:write"])[0]
+        yield url, token, settings
+
+
+def test_a_chunked_import_is_refused_with_413_as_soon_as_it_passes_the_byte_bound(server) -> None:
+    url, token, _ = server
+    host, port = url.removeprefix("http://").split(":")
+    sent = 0
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(
+            f"POST /v1/memory/import HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n"
+            "Content-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+        )
+        chunk = f"{CHUNK:x}\r\n".encode() + b"x" * CHUNK + b"\r\n"
+        while sent < 4 * IMPORT_MAX_BYTES:  # a server that buffers everything would let all 128 MiB in
+            readable, writable, _ = select.select([sock], [sock], [], 10)
+            if readable or not writable:
+                break
+            try:
+                sock.sendall(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            sent += CHUNK
+        response = _read_response(sock)
+    assert response.startswith("HTTP/1.1 413"), response
+    assert '"code":"payload_too_large"' in response
+    # Socket buffers on both sides hold a few MiB beyond what the server has read.
+    assert IMPORT_MAX_BYTES < sent < IMPORT_MAX_BYTES + 16 * CHUNK
+
+
+def _read_response(sock: socket.socket) -> str:
+    """One small response: the head, then as many bytes as its Content-Length says."""
+    sock.settimeout(10)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+    while len(body) < length:
+        body += sock.recv(65536)
+    return (head + b"\r\n\r\n" + body).decode()
+
+
+def test_health_answers_while_an_import_is_being_parsed(server, monkeypatch: pytest.MonkeyPatch) -> None:
+    url, token, _ = server
+    parsing, release = threading.Event(), threading.Event()
+    parse = transfer.parse_records
+
+    def slow_parse(body: str, max_lines: int | None) -> list:
+        parsing.set()
+        release.wait(10)
+        return parse(body, max_lines)
+
+    monkeypatch.setattr(transfer, "parse_records", slow_parse)
+    line = '{"id": "AAAAAAAAAAAAAAAAAAAAA", "content": "c", "tags": [], "contexts": [], "scope": "user", '
+    line += '"category": "fact", "confidence": 0.5, "version": 1, "created_at": "2024-01-01T00:00:00Z", '
+    line += '"updated_at": "2024-01-01T00:00:00Z"}\n'
+    outcome: list[int] = []
+
+    def run_import() -> None:
+        headers = {"Authorization": f"Bearer {token}"}
+        outcome.append(httpx.post(f"{url}/v1/memory/import", content=line, headers=headers, timeout=30).status_code)
+
+    importer = threading.Thread(target=run_import)
+    importer.start()
+    try:
+        assert parsing.wait(10)
+        assert httpx.get(f"{url}/health", timeout=3).status_code == 200  # the loop is not held by the parse
+    finally:
+        release.set()
+        importer.join(30)
+    assert outcome == [200]
+
+
+def test_an_export_that_dies_mid_stream_is_logged_and_audited_as_a_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'memory-bank.db'}")
+    monkeypatch.setattr(transfer, "EXPORT_BATCH", 1)
+    pages = MemoryStore.export_page
+
+    def failing_page(self: MemoryStore, principal, after, size):  # noqa: ANN001
+        if after is not None:
+            raise RuntimeError("the database went away")
+        return pages(self, principal, after, size)
+
+    with live_app(settings) as (app, url):
+        token = TokenStore(app.state.engine).create("acme", "ann", "laptop", ["memory:read", "memory:write"])[0]
+        headers = {"Authorization": f"Bearer {token}"}
+        for content in ("first", "second"):
+            assert httpx.post(f"{url}/v1/memory", json={"content": content}, headers=headers).status_code == 201
+        monkeypatch.setattr(MemoryStore, "export_page", failing_page)
+        with caplog.at_level(logging.INFO, logger="memory_bank.access"):
+            with pytest.raises(httpx.RemoteProtocolError):  # the client learns the stream is incomplete
+                httpx.get(f"{url}/v1/memory/export", headers=headers, timeout=10)
+    engine = make_engine(settings.database_url)
+    with engine.connect() as connection:
+        rows = connection.execute(sa.select(AuditEventRow.tool_name, AuditEventRow.success, AuditEventRow.error_code)).all()
+    engine.dispose()
+    assert ("exportMemories", False, "backend_error") in [tuple(r) for r in rows]
+    aborted = [r for r in caplog.records if r.name == "memory_bank.access" and "/v1/memory/export" in r.getMessage()]
+    assert [r.levelno for r in aborted] == [logging.ERROR] and "aborted" in aborted[0].getMessage()
