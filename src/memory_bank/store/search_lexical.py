@@ -20,7 +20,8 @@ owner, version, filters), at most ``SAMPLE_ROWS + 1`` of them:
   (``_from_index``): the rows holding every query term, then every term but the
   commonest (by the sample's counts), and so on down to two terms, and the rows
   holding any term only when these are fewer than ``bound``; at most ``CANDIDATES``
-  (or ``bound``) per question, best first by the index's own relevance. An exact
+  (or ``bound``) per question, best first by the index's own relevance, and at most
+  ``QUESTIONS`` questions (below). An exact
   count over every row was the slow part first: one aggregate ``LIKE '% term %'``
   pass in SQL took 290 ms of a 555 ms search (p50) for an owner of 100,000 memories
   on MariaDB; the sample replaced it. Then the index: asking it for rows with any
@@ -41,6 +42,25 @@ owner, version, filters), at most ``SAMPLE_ROWS + 1`` of them:
   top-10 agreement 0.919 -> 0.910 and 0.988 -> 0.985. (On 150 queries, leaving out
   terms in more than a fifth kept 0.918 at p95 207 ms, more than a fiftieth 0.898 at 194.)
 
+What one search may cost the database, whatever the query (``text.query_terms`` first
+cuts 2,000 characters, 100 distinct words or one word repeated down to at most
+``MAX_TERMS`` distinct terms, stopwords gone):
+
+* the scan: one read of at most ``SCAN_ROWS + 1`` rows of the searched range, nothing else;
+* the index plan: the sample read (at most ``SAMPLE_ROWS + 1`` rows, none while the sample
+  is cached), then at most ``QUESTIONS`` questions, each naming at most ``MAX_TERMS``
+  terms and returning at most ``max(bound, CANDIDATES)`` rows (``bound`` is ten times the
+  page, so 1,000 at most): ``QUESTIONS - 3`` bands at most (the rows holding the 2..5
+  rarest indexed terms, so a query of up to five terms keeps every band), one
+  ``LIKE`` pass over the searched rows for the terms the index cannot see
+  (``SearchBackend.unindexed``: on MariaDB the one- and two-letter terms), and the two
+  "any term" questions. Terms the index cannot see used to be ``LIKE`` tests inside every
+  band question, one pass over the owner's rows each: 32 one- and two-letter terms made
+  33 passes, 5-6 s for an owner of 20,000 memories on MariaDB; a band question for more
+  than five terms almost never matches a row, so 32 terms asked 31 bands on either backend.
+  One pass tests them all at once, the bands that hold rows are still asked, and the
+  score below counts every term of a candidate, seen by the index or not.
+
 Every candidate is then scored from its ``search_text`` with BM25 over the searched
 rows' statistics (``bm25``) and the score rule of ``store.search``: other tenants'
 rows change neither the candidates of the scan nor any score. On a scan only the rows
@@ -59,9 +79,10 @@ MariaDB p50 from 14.5 to 17.3 ms, past the 15 ms budget (commit 9dc5db4 has it).
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from itertools import repeat
-from typing import cast
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy import ColumnElement
@@ -71,6 +92,7 @@ from memory_bank.store import bm25
 from memory_bank.store.sample_cache import Row, SampleCache
 from memory_bank.store.search import SearchBackend, score
 from memory_bank.store.tables import MemoryRow
+from memory_bank.store.text import whole_term
 
 #: Searches over at most this many rows read them all instead of asking the full-text index.
 SCAN_ROWS = 20_000
@@ -83,6 +105,12 @@ CANDIDATES = 500
 #: Share of the sampled rows above which a term is common: the index plan's "any term"
 #: question leaves such terms out first (see ``_from_index``).
 COMMON = 0.1
+#: Questions one search may ask beyond its read of the searched rows, whatever the query:
+#: the bound of the index plan (see the module docstring), which ``_questions`` keeps.
+QUESTIONS = 7
+
+#: One question of the index plan: (its condition, an ascending best-first order), built when asked.
+Question = Callable[[], tuple[ColumnElement[bool], ColumnElement[Any]]]
 
 _text = cast(ColumnElement[str], col(MemoryRow.search_text))
 
@@ -125,6 +153,33 @@ def _top_bands(found: Sequence[tuple[int, Row]], bound: int) -> list[Row]:
     return [row for held, row in by_band if held >= floor]
 
 
+def _holding_any(terms: Sequence[str]) -> tuple[ColumnElement[bool], ColumnElement[Any]]:
+    """The question for terms the index cannot see: rows holding any of them as a whole term
+    (``LIKE``, exact thanks to the padding of ``store.text``), those holding most first."""
+    tests = [_text.like(whole_term(t)) for t in terms]
+    held = sum((sa.case((test, 1), else_=0) for test in tests), sa.literal(0))
+    return sa.or_(*tests), held.desc()
+
+
+def _questions(session: Session, backend: SearchBackend, terms: Sequence[str], corpus: bm25.Corpus) -> list[Question]:
+    """The index plan's questions in the order asked, at most ``QUESTIONS`` whatever the query
+    (see the module docstring): the bands over the terms the index holds, rarest first (by
+    the sample's counts) and at most ``QUESTIONS - 3`` of them, then one ``LIKE`` question
+    for the terms it cannot see, then any indexed term but the common ones, then any at all."""
+    unseen = backend.unindexed(session, terms)
+    rarest_first = sorted((t for t in terms if t not in unseen), key=lambda t: corpus.frequency[t])
+    largest = min(len(rarest_first), QUESTIONS - 2)  # sizes largest..2: QUESTIONS - 3 bands at most
+    asks: list[Question] = [partial(backend.index_match, session, rarest_first[:size], every=True) for size in range(largest, 1, -1)]
+    if unseen:
+        asks.append(partial(_holding_any, unseen))
+    rarer = [t for t in rarest_first if corpus.frequency[t] <= COMMON * corpus.documents]
+    if 0 < len(rarer) < len(rarest_first):
+        asks.append(partial(backend.index_match, session, rarer))
+    if rarest_first:
+        asks.append(partial(backend.index_match, session, rarest_first))
+    return asks
+
+
 def _from_index(
     session: Session,
     backend: SearchBackend,
@@ -133,20 +188,11 @@ def _from_index(
     corpus: bm25.Corpus,
     bound: int,
 ) -> list[Row]:
-    """Candidates from the full-text index, best bands first: the rows holding all the
-    terms, then all but the commonest (by the sample's counts), and so on, until there
-    are ``bound``; then the rows holding any term but the common ones (in more than
-    ``COMMON`` of the rows), and any term at all only when those are too few (see the
-    module docstring)."""
-    rarest_first = sorted(terms, key=lambda t: corpus.frequency[t])
-    asks = [(rarest_first[:size], True) for size in range(len(terms), 1, -1)]
-    rarer = [t for t in rarest_first if corpus.frequency[t] <= COMMON * corpus.documents]
-    if 0 < len(rarer) < len(terms):
-        asks.append((rarer, False))
-    asks.append((list(terms), False))
+    """Candidates from the plan's ``_questions``, asked in turn until there are ``bound``,
+    at most ``max(bound, CANDIDATES)`` rows per question, best first by its own order."""
     found: dict[int, str] = {}
-    for asked, every in asks:
-        match, best_first = backend.index_match(session, asked, every=every)
+    for ask in _questions(session, backend, terms, corpus):
+        match, best_first = ask()
         statement = (
             sa.select(col(MemoryRow.pk), _text)
             .where(*where, match)
