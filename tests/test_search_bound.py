@@ -1,10 +1,11 @@
 """The database work of one search is bounded whatever the query, on both backends.
 
 The index plan (``search_lexical``, forced here with ``SCAN_ROWS = 0``) may ask at most
-``QUESTIONS`` questions, at most one of them a ``LIKE`` pass (for the terms the index
-cannot see: on MariaDB the one- and two-letter ones), however many short terms,
-stopwords, repeats or characters the query holds; and bounding the questions must not
-lose a match: with every row in the sample, the index plan ranks exactly as the scan.
+``QUESTIONS`` questions and never a ``LIKE`` pass over the owner's rows (the terms the
+index cannot see, on MariaDB the one- and two-letter ones, are tested on rows read once),
+however many short terms, stopwords, repeats or characters the query holds; and bounding
+the questions must not lose a match: with every row in the sample, the index plan ranks
+exactly as the scan.
 """
 
 from __future__ import annotations
@@ -28,18 +29,18 @@ EVERYTHING = MemoryFilter()
 
 #: One- and two-letter terms (below InnoDB's innodb_ft_min_token_size of 3) and words.
 SHORT = ["go", "ai", "tv", "uk", "x", "c", "r", "3", "42", "pm", "8", "d", "la"]
-WORDS = ["summit", "garden", "python", "lisbon", "violin", "sunset", "camping", "dune", "nurse", "puppy"]
+WORDS = ["summit", "orchard", "kayak", "lisbon", "violin", "sunset", "camping", "dune", "nurse", "puppy"]
 
 MEMORIES = [
     "we go to the AI summit in LA",
-    "the garden party at 8 pm",
-    "python and C and R for the data team",
+    "the orchard party at 8 pm",
+    "kayak and C and R for the data team",
     "my sister, a nurse in Lisbon, watches TV",
     "violin lessons at 3 pm, camping in the UK",
     "a puppy named X",
     "Dune, a sunset, 42 and D",
     "go go go: camping by the lake",
-    "sunset over the garden",
+    "sunset over the orchard",
     "no short words here at all",
 ]
 
@@ -79,6 +80,11 @@ def questions_of(seen: list[str]) -> list[str]:
     return [s for s in seen if "search_text" in s and "SELECT" in s.upper()]
 
 
+def like_tests(seen: list[str]) -> list[str]:
+    """The statements testing ``LIKE``: each a pass over the searched rows."""
+    return [s for s in seen if " LIKE " in s.upper()]
+
+
 @pytest.fixture
 def index_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(search_lexical, "SCAN_ROWS", 0)
@@ -94,51 +100,50 @@ def owner(store: MemoryStore, make_principal, memories: list[str]):  # type: ign
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(q=queries)
-def test_any_query_asks_at_most_QUESTIONS_questions_and_one_LIKE_pass(
+def test_any_query_asks_at_most_QUESTIONS_questions_and_no_LIKE_pass(
     store: MemoryStore, engine: Engine, make_principal, monkeypatch: pytest.MonkeyPatch, index_plan: None, q: str
 ) -> None:
     ann = make_principal(org="bound-fixed")
-    if not store.search(ann, EVERYTHING, "garden", 1):
+    if not store.search(ann, EVERYTHING, "orchard", 1):
         for content in MEMORIES:
             store.create(ann, {"content": content})
     with monkeypatch.context() as patch:
         asked = record_index_questions(patch)
         with statements(engine) as seen:
             store.search(ann, EVERYTHING, q, 100)  # 1,000 candidates wanted: never enough, every question is asked
-    likes = [s for s in seen if " LIKE " in s.upper()]
-    assert len(asked) + len(likes) <= search_lexical.QUESTIONS
-    assert len(likes) <= 1
+    assert like_tests(seen) == []
+    assert len(asked) <= search_lexical.QUESTIONS - 1  # + the read of rows newer than the sample
     assert len(questions_of(seen)) <= search_lexical.QUESTIONS + 1  # + the sample read
     assert all(0 < len(terms) <= MAX_TERMS for terms, _ in asked)
     if engine.dialect.name != "sqlite":  # InnoDB holds no token under 3 characters: never asked for one
         assert all(len(t) >= 3 for terms, _ in asked for t in terms)
 
 
-def test_thirty_two_short_terms_ask_one_LIKE_pass_and_no_band_on_mariadb(
+def test_thirty_two_short_terms_ask_no_band_and_no_LIKE_pass_on_mariadb(
     store: MemoryStore, engine: Engine, make_principal, monkeypatch: pytest.MonkeyPatch, index_plan: None
 ) -> None:
-    """The query that cost 5-6 s: 32 one- and two-letter terms, each in some of the rows."""
+    """The query that cost 5-10 s: 32 one- and two-letter terms, each in some of the rows."""
     short = [f"{a}{b}" for a in "abcdefgh" for b in "1234"]
     ann = owner(store, make_principal, [f"note {' '.join(short[n % 32 : n % 32 + 3])} {n}" for n in range(64)])
     q = " ".join(short)
     asked = record_index_questions(monkeypatch)
     with statements(engine) as seen:
         hits = store.search(ann, EVERYTHING, q, 100)
-    likes = [s for s in seen if " LIKE " in s.upper()]
-    if engine.dialect.name == "sqlite":  # FTS5 indexes them: bands, no LIKE
-        assert len(likes) == 0 and len(asked) <= search_lexical.QUESTIONS
+    assert like_tests(seen) == []
+    if engine.dialect.name == "sqlite":  # FTS5 indexes them: at most the bands and the two "any term" questions
+        assert 0 < len(asked) <= search_lexical.QUESTIONS - 1
     else:
-        assert len(likes) == 1 and asked == []
+        assert asked == []
     assert len(hits) == 64 and all(len(set(query_terms(row.content)) & set(short)) >= 1 for row, _ in hits)
     assert len(query_terms(q)) == MAX_TERMS
 
 
 @backends.mysql_only
-def test_mariadb_reads_the_owner_s_rows_a_bounded_number_of_times_for_short_terms(
+def test_mariadb_reads_the_owner_s_rows_once_for_short_terms(
     store: MemoryStore, engine: Engine, make_principal, index_plan: None
 ) -> None:
     """Rows the server reads (its Handler_read_* counters, on the connection that searched):
-    the sample and one LIKE pass, not one pass per band question (6,036 rows before)."""
+    the sample once, not once per band question (6,036 rows before)."""
     rows = 300
     ann = owner(store, make_principal, [f"memo {n} at {n % 12} pm, go {'ai' if n % 3 else 'tv'}" for n in range(rows)])
     reads = [0]
@@ -164,9 +169,9 @@ def test_mariadb_reads_the_owner_s_rows_a_bounded_number_of_times_for_short_term
         sa.event.remove(engine, "before_cursor_execute", before)
         sa.event.remove(engine, "after_cursor_execute", after)
     assert len(hits) == 10
-    # The sample (a scan), the LIKE pass (a scan, then its sort re-reads the matches), and
-    # the ranking's reads by primary key: three of at most max(3 * limit, 30) rows.
-    assert reads[0] <= 3 * (rows + 1) + 3 * 30, reads[0]
+    # The sample (a scan), the rows newer than it (none), and the ranking's reads by primary
+    # key: three of at most max(3 * limit, 30) rows (and the feedback join's own probe).
+    assert reads[0] <= (rows + 1) + 1 + 3 * 30 + 2, reads[0]
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -194,7 +199,7 @@ def test_a_short_term_saved_after_the_sample_is_found(
 ) -> None:
     """Candidates for terms the index cannot see come from the database, not the cached sample."""
     monkeypatch.setattr(search_lexical, "SAMPLE_ROWS", 2)
-    ann = owner(store, make_principal, [f"garden note {n}" for n in range(6)])
+    ann = owner(store, make_principal, [f"orchard note {n}" for n in range(6)])
     assert store.search(ann, EVERYTHING, "go ai", 10) == []  # the sample is read and kept
     both, _ = store.create(ann, {"content": "we go to the AI summit"})
     one, _ = store.create(ann, {"content": "go home"})

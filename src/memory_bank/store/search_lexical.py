@@ -44,22 +44,23 @@ owner, version, filters), at most ``SAMPLE_ROWS + 1`` of them:
 
 What one search may cost the database, whatever the query (``text.query_terms`` first
 cuts 2,000 characters, 100 distinct words or one word repeated down to at most
-``MAX_TERMS`` distinct terms, stopwords gone):
+``MAX_TERMS`` distinct terms, stopwords gone), besides the reads by primary key of at
+most ``max(3 * limit, 30)`` rows that rank the page (``search_ranking``):
 
 * the scan: one read of at most ``SCAN_ROWS + 1`` rows of the searched range, nothing else;
 * the index plan: the sample read (at most ``SAMPLE_ROWS + 1`` rows, none while the sample
-  is cached), then at most ``QUESTIONS`` questions, each naming at most ``MAX_TERMS``
-  terms and returning at most ``max(bound, CANDIDATES)`` rows (``bound`` is ten times the
-  page, so 1,000 at most): ``QUESTIONS - 3`` bands at most (the rows holding the 2..5
-  rarest indexed terms, so a query of up to five terms keeps every band), one
-  ``LIKE`` pass over the searched rows for the terms the index cannot see
-  (``SearchBackend.unindexed``: on MariaDB the one- and two-letter terms), and the two
-  "any term" questions. Terms the index cannot see used to be ``LIKE`` tests inside every
-  band question, one pass over the owner's rows each: 32 one- and two-letter terms made
-  33 passes, 5-6 s for an owner of 20,000 memories on MariaDB; a band question for more
-  than five terms almost never matches a row, so 32 terms asked 31 bands on either backend.
-  One pass tests them all at once, the bands that hold rows are still asked, and the
-  score below counts every term of a candidate, seen by the index or not.
+  is cached), then at most ``QUESTIONS`` questions, each returning at most
+  ``max(bound, CANDIDATES)`` rows (``bound`` is ten times the page, so 1,000 at most):
+  ``QUESTIONS - 3`` bands at most (the rows holding the 5..2 rarest indexed terms, so a
+  query of up to five terms keeps every band), the two "any term" questions, each of
+  these naming at most ``MAX_TERMS`` terms the index holds, and, only when the query has
+  terms the index cannot see (``SearchBackend.unindexed``: on MariaDB the one- and
+  two-letter ones), one read of the newest rows past the sample (``_unseen``). Never a
+  ``LIKE`` over the searched rows: those terms are tested here, on the sample and those
+  rows, and a row past both is found by the terms the index holds. They used to be
+  ``LIKE`` tests inside every band question, a pass over the owner's rows each: 32 one-
+  and two-letter terms asked 33 questions (a band for more than five terms almost never
+  matches a row), 5.0 s p50 and 10 s at worst for an owner of 30,000 memories on MariaDB.
 
 Every candidate is then scored from its ``search_text`` with BM25 over the searched
 rows' statistics (``bm25``) and the score rule of ``store.search``: other tenants'
@@ -79,6 +80,7 @@ MariaDB p50 from 14.5 to 17.3 ms, past the 15 ms budget (commit 9dc5db4 has it).
 from __future__ import annotations
 
 import operator
+from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import partial
 from itertools import repeat
@@ -92,7 +94,6 @@ from memory_bank.store import bm25
 from memory_bank.store.sample_cache import Row, SampleCache
 from memory_bank.store.search import SearchBackend, score
 from memory_bank.store.tables import MemoryRow
-from memory_bank.store.text import whole_term
 
 #: Searches over at most this many rows read them all instead of asking the full-text index.
 SCAN_ROWS = 20_000
@@ -119,20 +120,23 @@ def _corpus(rows: Sequence[Row], frequency: dict[str, int]) -> bm25.Corpus:
     return bm25.Corpus(len(rows), sum(len(text) for _, text in rows) / len(rows), frequency)
 
 
-def _scan(rows: Sequence[Row], terms: Sequence[str]) -> tuple[bm25.Corpus, list[tuple[int, Row]]]:
-    """Statistics of all ``rows`` and the rows holding any term, each with how many it holds,
-    by whole-term substring tests (cheaper than splitting every row: most rows of an owner
-    hold none of the terms)."""
-    padded = [f" {t} " for t in terms]
-    frequency = dict.fromkeys(terms, 0)
+def _holding(rows: Sequence[Row], terms: Sequence[str]) -> list[tuple[list[str], Row]]:
+    """The rows holding any of ``terms``, each with the terms it holds, by whole-term substring
+    tests (cheaper than splitting every row: most rows of an owner hold none of the terms)."""
+    padded = [(t, f" {t} ") for t in terms]
     found = []
-    for pk, text in rows:
-        held = [t for t, p in zip(terms, padded, strict=True) if p in text]
+    for row in rows:
+        held = [t for t, p in padded if p in row[1]]
         if held:
-            found.append((len(held), (pk, text)))
-            for term in held:
-                frequency[term] += 1
-    return _corpus(rows, frequency), found
+            found.append((held, row))
+    return found
+
+
+def _scan(rows: Sequence[Row], terms: Sequence[str]) -> tuple[bm25.Corpus, list[tuple[int, Row]]]:
+    """Statistics of all ``rows`` and the rows holding any term, each with how many it holds."""
+    found = _holding(rows, terms)
+    frequency = Counter(t for held, _ in found for t in held)
+    return _corpus(rows, {t: frequency[t] for t in terms}), [(len(held), row) for held, row in found]
 
 
 def _sample(rows: Sequence[Row], terms: Sequence[str]) -> bm25.Corpus:
@@ -153,31 +157,49 @@ def _top_bands(found: Sequence[tuple[int, Row]], bound: int) -> list[Row]:
     return [row for held, row in by_band if held >= floor]
 
 
-def _holding_any(terms: Sequence[str]) -> tuple[ColumnElement[bool], ColumnElement[Any]]:
-    """The question for terms the index cannot see: rows holding any of them as a whole term
-    (``LIKE``, exact thanks to the padding of ``store.text``), those holding most first."""
-    tests = [_text.like(whole_term(t)) for t in terms]
-    held = sum((sa.case((test, 1), else_=0) for test in tests), sa.literal(0))
-    return sa.or_(*tests), held.desc()
-
-
 def _questions(session: Session, backend: SearchBackend, terms: Sequence[str], corpus: bm25.Corpus) -> list[Question]:
-    """The index plan's questions in the order asked, at most ``QUESTIONS`` whatever the query
-    (see the module docstring): the bands over the terms the index holds, rarest first (by
-    the sample's counts) and at most ``QUESTIONS - 3`` of them, then one ``LIKE`` question
-    for the terms it cannot see, then any indexed term but the common ones, then any at all."""
+    """The index plan's questions to the full-text index in the order asked, at most
+    ``QUESTIONS - 1`` whatever the query (see the module docstring): the bands, rows holding
+    the rarest indexed terms (by the sample's counts), ``QUESTIONS - 3`` at most; then any
+    indexed term but the common ones, then any indexed term at all."""
     unseen = backend.unindexed(session, terms)
-    rarest_first = sorted((t for t in terms if t not in unseen), key=lambda t: corpus.frequency[t])
-    largest = min(len(rarest_first), QUESTIONS - 2)  # sizes largest..2: QUESTIONS - 3 bands at most
+    indexed = [t for t in terms if t not in unseen]
+    rarest_first = sorted(indexed, key=lambda t: corpus.frequency[t])
+    largest = min(len(indexed), QUESTIONS - 2)  # sizes largest..2: QUESTIONS - 3 bands at most
     asks: list[Question] = [partial(backend.index_match, session, rarest_first[:size], every=True) for size in range(largest, 1, -1)]
-    if unseen:
-        asks.append(partial(_holding_any, unseen))
-    rarer = [t for t in rarest_first if corpus.frequency[t] <= COMMON * corpus.documents]
-    if 0 < len(rarer) < len(rarest_first):
+    rarer = [t for t in indexed if corpus.frequency[t] <= COMMON * corpus.documents]
+    if 0 < len(rarer) < len(indexed):
         asks.append(partial(backend.index_match, session, rarer))
-    if rarest_first:
-        asks.append(partial(backend.index_match, session, rarest_first))
+    if indexed:
+        asks.append(partial(backend.index_match, session, indexed))
     return asks
+
+
+def _unseen(
+    session: Session,
+    backend: SearchBackend,
+    where: Sequence[ColumnElement[bool]],
+    terms: Sequence[str],
+    sample: Sequence[Row],
+    bound: int,
+) -> list[Row]:
+    """Candidates for the terms the index cannot see, tested here, never by ``LIKE`` in SQL
+    (one such test over an owner's 30,000 rows took 0.4 s on MariaDB, 32 of them 22 s; reading
+    the rows took 0.09 s): in the sample and in the newest rows past it (those saved since it
+    was read among them), one read of at most ``max(bound, CANDIDATES)`` rows; of these, the
+    best bands, ``bound`` rows."""
+    unseen = backend.unindexed(session, terms)
+    if not unseen:
+        return []
+    newer = (
+        sa.select(col(MemoryRow.pk), _text)
+        .where(*where, col(MemoryRow.pk) > max(pk for pk, _ in sample))
+        .order_by(col(MemoryRow.pk).desc())
+        .limit(max(bound, CANDIDATES))
+    )
+    rows = [*((pk, text or "") for pk, text in session.execute(newer)), *sample]
+    holding = [row for _, row in _holding(rows, unseen)]
+    return _top_bands([(len(held), row) for held, row in _holding(holding, terms)], bound)
 
 
 def _from_index(
@@ -188,8 +210,8 @@ def _from_index(
     corpus: bm25.Corpus,
     bound: int,
 ) -> list[Row]:
-    """Candidates from the plan's ``_questions``, asked in turn until there are ``bound``,
-    at most ``max(bound, CANDIDATES)`` rows per question, best first by its own order."""
+    """Candidates from the index, the plan's ``_questions`` asked in turn until there are
+    ``bound``, at most ``max(bound, CANDIDATES)`` rows per question, best first by its order."""
     found: dict[int, str] = {}
     for ask in _questions(session, backend, terms, corpus):
         match, best_first = ask()
@@ -235,6 +257,7 @@ def lexical(
     if len(rows) > SCAN_ROWS:  # too many to scan: the sample's statistics stand, the index finds the candidates
         corpus = _sample(rows, terms)
         candidates = _from_index(session, backend, where, terms, corpus, bound)
+        candidates += _unseen(session, backend, where, terms, rows, bound)
     else:
         corpus, found = _scan(rows, terms)
         candidates = _top_bands(found, bound)
