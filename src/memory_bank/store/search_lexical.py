@@ -157,12 +157,13 @@ def _top_bands(found: Sequence[tuple[int, Row]], bound: int) -> list[Row]:
     return [row for held, row in by_band if held >= floor]
 
 
-def _questions(session: Session, backend: SearchBackend, terms: Sequence[str], corpus: bm25.Corpus) -> list[Question]:
+def _questions(
+    session: Session, backend: SearchBackend, terms: Sequence[str], unseen: Sequence[str], corpus: bm25.Corpus
+) -> list[Question]:
     """The index plan's questions to the full-text index in the order asked, at most
     ``QUESTIONS - 1`` whatever the query (see the module docstring): the bands, rows holding
     the rarest indexed terms (by the sample's counts), ``QUESTIONS - 3`` at most; then any
     indexed term but the common ones, then any indexed term at all."""
-    unseen = backend.unindexed(session, terms)
     indexed = [t for t in terms if t not in unseen]
     rarest_first = sorted(indexed, key=lambda t: corpus.frequency[t])
     largest = min(len(indexed), QUESTIONS - 2)  # sizes largest..2: QUESTIONS - 3 bands at most
@@ -177,9 +178,9 @@ def _questions(session: Session, backend: SearchBackend, terms: Sequence[str], c
 
 def _unseen(
     session: Session,
-    backend: SearchBackend,
     where: Sequence[ColumnElement[bool]],
     terms: Sequence[str],
+    unseen: Sequence[str],
     sample: Sequence[Row],
     bound: int,
 ) -> list[Row]:
@@ -188,9 +189,6 @@ def _unseen(
     the rows took 0.09 s): in the sample and in the newest rows past it (those saved since it
     was read among them), one read of at most ``max(bound, CANDIDATES)`` rows; of these, the
     best bands, ``bound`` rows."""
-    unseen = backend.unindexed(session, terms)
-    if not unseen:
-        return []
     newer = (
         sa.select(col(MemoryRow.pk), _text)
         .where(*where, col(MemoryRow.pk) > max(pk for pk, _ in sample))
@@ -207,13 +205,14 @@ def _from_index(
     backend: SearchBackend,
     where: Sequence[ColumnElement[bool]],
     terms: Sequence[str],
+    unseen: Sequence[str],
     corpus: bm25.Corpus,
     bound: int,
 ) -> list[Row]:
     """Candidates from the index, the plan's ``_questions`` asked in turn until there are
     ``bound``, at most ``max(bound, CANDIDATES)`` rows per question, best first by its order."""
     found: dict[int, str] = {}
-    for ask in _questions(session, backend, terms, corpus):
+    for ask in _questions(session, backend, terms, unseen, corpus):
         match, best_first = ask()
         statement = (
             sa.select(col(MemoryRow.pk), _text)
@@ -255,9 +254,10 @@ def lexical(
     if not rows:
         return {}
     if len(rows) > SCAN_ROWS:  # too many to scan: the sample's statistics stand, the index finds the candidates
-        corpus = _sample(rows, terms)
-        candidates = _from_index(session, backend, where, terms, corpus, bound)
-        candidates += _unseen(session, backend, where, terms, rows, bound)
+        corpus, unseen = _sample(rows, terms), backend.unindexed(session, terms)
+        candidates = _from_index(session, backend, where, terms, unseen, corpus, bound)
+        if unseen:
+            candidates += _unseen(session, where, terms, unseen, rows, bound)
     else:
         corpus, found = _scan(rows, terms)
         candidates = _top_bands(found, bound)
