@@ -83,7 +83,7 @@ import operator
 from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import partial
-from itertools import repeat
+from itertools import chain, compress, repeat
 from typing import Any, cast
 
 import sqlalchemy as sa
@@ -139,11 +139,18 @@ def _scan(rows: Sequence[Row], terms: Sequence[str]) -> tuple[bm25.Corpus, list[
     return _corpus(rows, {t: frequency[t] for t in terms}), [(len(held), row) for held, row in found]
 
 
-def _sample(rows: Sequence[Row], terms: Sequence[str]) -> bm25.Corpus:
-    """Statistics of the sample alone, one tight pass per term: the index plan does not need
-    to know which sample rows match (a third of its search time at 100,000 rows)."""
-    texts = [text for _, text in rows]
-    return _corpus(rows, {t: sum(map(operator.contains, texts, repeat(f" {t} "))) for t in terms})
+def _positions(rows: Sequence[Row], terms: Sequence[str]) -> dict[str, list[int]]:
+    """Per term, the positions of the ``rows`` holding it, one tight pass per term: the sample's
+    statistics are their counts (splitting or looping over the rows in Python was a third of
+    the index plan's search time at 100,000 rows, and three times slower than this)."""
+    texts, positions = [text for _, text in rows], range(len(rows))
+    return {t: list(compress(positions, map(operator.contains, texts, repeat(f" {t} ")))) for t in terms}
+
+
+def _holding_unseen(rows: Sequence[Row], found: dict[str, list[int]], unseen: Sequence[str]) -> list[tuple[int, Row]]:
+    """The ``rows`` holding a term of ``unseen``, each with how many query terms it holds."""
+    held = Counter(chain.from_iterable(found.values()))
+    return [(held[i], rows[i]) for i in set(chain.from_iterable(found[t] for t in unseen))]
 
 
 def _top_bands(found: Sequence[tuple[int, Row]], bound: int) -> list[Row]:
@@ -182,22 +189,23 @@ def _unseen(
     terms: Sequence[str],
     unseen: Sequence[str],
     sample: Sequence[Row],
+    found: dict[str, list[int]],
     bound: int,
 ) -> list[Row]:
     """Candidates for the terms the index cannot see, tested here, never by ``LIKE`` in SQL
-    (one such test over an owner's 30,000 rows took 0.4 s on MariaDB, 32 of them 22 s; reading
-    the rows took 0.09 s): in the sample and in the newest rows past it (those saved since it
-    was read among them), one read of at most ``max(bound, CANDIDATES)`` rows; of these, the
-    best bands, ``bound`` rows."""
+    (``bench/short_terms_mariadb.py``: one such test over 30,000 rows took longer than reading
+    them, 32 ORed twenty times longer): in the sample (``found``: where each term is in it)
+    and in the newest rows past it (those saved since it was read among them), one read of
+    at most ``max(bound, CANDIDATES)`` rows; of these, the best bands, ``bound`` rows."""
     newer = (
         sa.select(col(MemoryRow.pk), _text)
         .where(*where, col(MemoryRow.pk) > max(pk for pk, _ in sample))
         .order_by(col(MemoryRow.pk).desc())
         .limit(max(bound, CANDIDATES))
     )
-    rows = [*((pk, text or "") for pk, text in session.execute(newer)), *sample]
-    holding = [row for _, row in _holding(rows, unseen)]
-    return _top_bands([(len(held), row) for held, row in _holding(holding, terms)], bound)
+    recent = [(pk, text or "") for pk, text in session.execute(newer)]
+    holding = _holding_unseen(sample, found, unseen) + _holding_unseen(recent, _positions(recent, terms), unseen)
+    return _top_bands(holding, bound)
 
 
 def _from_index(
@@ -254,10 +262,12 @@ def lexical(
     if not rows:
         return {}
     if len(rows) > SCAN_ROWS:  # too many to scan: the sample's statistics stand, the index finds the candidates
-        corpus, unseen = _sample(rows, terms), backend.unindexed(session, terms)
+        where_in_sample = _positions(rows, terms)
+        corpus = _corpus(rows, {t: len(at) for t, at in where_in_sample.items()})
+        unseen = backend.unindexed(session, terms)
         candidates = _from_index(session, backend, where, terms, unseen, corpus, bound)
         if unseen:
-            candidates += _unseen(session, where, terms, unseen, rows, bound)
+            candidates += _unseen(session, where, terms, unseen, rows, where_in_sample, bound)
     else:
         corpus, found = _scan(rows, terms)
         candidates = _top_bands(found, bound)
