@@ -196,7 +196,8 @@ def _unseen(
     (``bench/short_terms_mariadb.py``: one such test over 30,000 rows took longer than reading
     them, 32 ORed twenty times longer): in the sample (``found``: where each term is in it)
     and in the newest rows past it (those saved since it was read among them), one read of
-    at most ``max(bound, CANDIDATES)`` rows; of these, the best bands, ``bound`` rows."""
+    at most ``max(bound, CANDIDATES)`` rows; of these, as many, most query terms held first,
+    then newest (whole bands, as on a scan, would score every row for a term in all of them)."""
     newer = (
         sa.select(col(MemoryRow.pk), _text)
         .where(*where, col(MemoryRow.pk) > max(pk for pk, _ in sample))
@@ -205,7 +206,8 @@ def _unseen(
     )
     recent = [(pk, text or "") for pk, text in session.execute(newer)]
     holding = _holding_unseen(sample, found, unseen) + _holding_unseen(recent, _positions(recent, terms), unseen)
-    return _top_bands(holding, bound)
+    best = sorted(holding, key=lambda item: (item[0], item[1][0]), reverse=True)[: max(bound, CANDIDATES)]
+    return [row for _, row in best]
 
 
 def _from_index(
