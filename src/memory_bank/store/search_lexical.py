@@ -57,10 +57,13 @@ most ``max(3 * limit, 30)`` rows that rank the page (``search_ranking``):
   terms the index cannot see (``SearchBackend.unindexed``: on MariaDB the one- and
   two-letter ones), one read of the newest rows past the sample (``_unseen``). Never a
   ``LIKE`` over the searched rows: those terms are tested here, on the sample and those
-  rows, and a row past both is found by the terms the index holds. They used to be
+  rows (at most ``max(bound, CANDIDATES)`` of their holders join the candidates), and a
+  row past both is found by the terms the index holds. They used to be
   ``LIKE`` tests inside every band question, a pass over the owner's rows each: 32 one-
-  and two-letter terms asked 33 questions (a band for more than five terms almost never
-  matches a row), 5.0 s p50 and 10 s at worst for an owner of 30,000 memories on MariaDB.
+  and two-letter terms asked 32 questions (a band for more than five terms almost never
+  matches a row), and 20 such queries took 12.7 s p50, 23 s at worst, for an owner of
+  30,000 memories on MariaDB (0.74 s and 1.2 s on SQLite, which indexes them), against
+  0.51 and 0.85 s now (0.49 and 0.93 s), ``bench/memory_scale.py --orgs 1``.
 
 Every candidate is then scored from its ``search_text`` with BM25 over the searched
 rows' statistics (``bm25``) and the score rule of ``store.search``: other tenants'
@@ -193,8 +196,8 @@ def _unseen(
     bound: int,
 ) -> list[Row]:
     """Candidates for the terms the index cannot see, tested here, never by ``LIKE`` in SQL
-    (``bench/short_terms_mariadb.py``: one such test over 30,000 rows took longer than reading
-    them, 32 ORed twenty times longer): in the sample (``found``: where each term is in it)
+    (``bench/short_terms_mariadb.py``: 32 such tests ORed over 30,000 rows took six times as
+    long as reading the rows and testing the 32 terms here): in the sample (``found``: where each term is in it)
     and in the newest rows past it (those saved since it was read among them), one read of
     at most ``max(bound, CANDIDATES)`` rows; of these, as many, most query terms held first,
     then newest (whole bands, as on a scan, would score every row for a term in all of them)."""
