@@ -61,9 +61,11 @@ most ``max(3 * limit, 30)`` rows that rank the page (``search_ranking``):
   row past both is found by the terms the index holds. They used to be
   ``LIKE`` tests inside every band question, a pass over the owner's rows each: 32 one-
   and two-letter terms asked 32 questions (a band for more than five terms almost never
-  matches a row), and 20 such queries took 12.7 s p50, 23 s at worst, for an owner of
-  30,000 memories on MariaDB (0.74 s and 1.2 s on SQLite, which indexes them), against
-  0.51 and 0.85 s now (0.49 and 0.93 s), ``bench/memory_scale.py --orgs 1``.
+  matches a row), and 20 such queries took 7.4 s p50, 10.3 s at worst, for an owner of
+  30,000 memories on MariaDB, against 0.33 and 0.73 s now; every adversarial kind of
+  ``bench/memory_scale.py --orgs 1`` together, p99 10.3 -> 0.73 s, while its ordinary
+  queries kept their p50 (69 -> 66 ms; SQLite, which indexes short terms, 0.74 -> 0.49 s
+  for them on a loaded machine).
 
 Every candidate is then scored from its ``search_text`` with BM25 over the searched
 rows' statistics (``bm25``) and the score rule of ``store.search``: other tenants'
