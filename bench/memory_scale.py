@@ -16,14 +16,19 @@ Printed per backend:
   one transaction per ``CHUNK`` memories, full-text index maintained as rows arrive;
 * ``writes_per_s``: single saves (``MemoryStore.create``, one memory per transaction as
   ``postMemory`` does) from ``--writers`` threads at once, and from one thread;
-* search latency p50/p95/p99 (wall; and process CPU per search, which excludes the
+* search latency p50/p95/p99 and max (wall; and process CPU per search, which excludes the
   database server's own CPU on MariaDB) of ``MemoryStore.search`` with limit 10 for
   1-5-word queries drawn from the org's own memories, overall and by query length;
+* the worst case beside it: the same figures for adversarial queries (``ADVERSARIAL``
+  kinds: 32 one- and two-letter terms the org's memories hold, short terms mixed with
+  words, stopwords around short terms, 2,000 characters of the org's prose, 100 distinct
+  words, one word repeated), ``adversarial_ms_*`` overall and ``<kind>_ms_p50/max``;
 * ``size_mb``: the memory table, its indexes and the full-text index, on disk.
 
 MariaDB comes from ``MEMORY_BANK_TEST_MYSQL_URL`` (or ``--mysql-url``); the bench
 creates a ``mb_test_bench_*`` database there and drops it. The machine is shared:
-run the 1M case in the background (``nohup ... &``) and compare CPU with wall.
+run the 1M case in the background (``nohup ... &``) and compare CPU with wall. For one
+owner too large to scan (the full-text index plan), ``--memories 30000 --orgs 1``.
 """
 
 from __future__ import annotations
@@ -50,11 +55,16 @@ from memory_backends import EVERYTHING, SEED, batch_records, conversations, mysq
 
 from memory_bank.settings import Settings  # noqa: E402
 from memory_bank.store import MemoryStore, open_database  # noqa: E402
+from memory_bank.store.text import STOPWORDS, query_terms  # noqa: E402
 
 #: Memories of one org written per transaction, and per turn of the interleaved load.
 CHUNK = 100
 #: Single saves per write measurement.
 WRITES = 2000
+#: Adversarial queries per kind.
+ADVERSARIAL = 20
+#: Longest query the API accepts (``getMemorySearch`` q).
+QUERY_CHARS = 2000
 
 
 def load(store: MemoryStore, corpus: dict[int, list[str]], progress: Callable[[int], None]) -> float:
@@ -85,14 +95,39 @@ def writes_per_second(store: MemoryStore, orgs: int, writers: int) -> float:
     return WRITES / (time.perf_counter() - start)
 
 
+def adversarial_queries(corpus: dict[int, list[str]], rng: random.Random) -> list[tuple[str, int, str]]:
+    """(kind, org, query): ``ADVERSARIAL`` queries of each kind, from the org's own memories."""
+    out = []
+    stopwords = sorted(STOPWORDS)
+    for n in range(ADVERSARIAL):
+        org = n % len(corpus)
+        memories = corpus[org]
+        held = sorted({t for text in rng.sample(memories, min(len(memories), 2000)) for t in query_terms(text)})
+        short = [t for t in held if len(t) <= 2] or ["x"]
+        words = [t for t in held if len(t) >= 3]
+        prose = " ".join(rng.sample(memories, min(len(memories), 40)))
+        kinds = {
+            "short_terms": " ".join(rng.sample(short, min(len(short), 32))),
+            "short_and_words": " ".join(rng.sample(short, min(len(short), 3)) + rng.sample(words, 2)),
+            "stopwords_and_short": " ".join(w for pair in zip(stopwords, rng.choices(short, k=len(stopwords))) for w in pair),
+            "chars_2000": prose[:QUERY_CHARS],
+            "distinct_100": " ".join(rng.sample(words, min(len(words), 100))),
+            "repeated": " ".join([rng.choice(words)] * (QUERY_CHARS // 12)),
+        }
+        out += [(kind, org, q[:QUERY_CHARS]) for kind, q in kinds.items()]
+    return out
+
+
+def timed_search(store: MemoryStore, org: int, q: str) -> tuple[float, float]:
+    """(wall ms, CPU ms) of one search with limit 10."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    store.search(principal(org), EVERYTHING, q, 10)
+    return (time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000
+
+
 def latencies(store: MemoryStore, picked: Sequence[tuple[int, str]]) -> list[tuple[int, float, float]]:
     """(words in the query, wall ms, CPU ms) per search."""
-    out = []
-    for org, q in picked:
-        wall, cpu = time.perf_counter(), time.process_time()
-        store.search(principal(org), EVERYTHING, q, 10)
-        out.append((len(q.split()), (time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000))
-    return out
+    return [(len(q.split()), *timed_search(store, org, q)) for org, q in picked]
 
 
 def summary(values: Sequence[float], name: str) -> dict[str, float]:
@@ -100,7 +135,18 @@ def summary(values: Sequence[float], name: str) -> dict[str, float]:
         f"{name}_p50": round(statistics.median(values), 2),
         f"{name}_p95": round(percentile(values, 95), 2),
         f"{name}_p99": round(percentile(values, 99), 2),
+        f"{name}_max": round(max(values), 2),
     }
+
+
+def worst_case_figures(store: MemoryStore, attacks: Sequence[tuple[str, int, str]]) -> dict[str, Any]:
+    """Latency of the adversarial queries, overall and per kind."""
+    timings = [(kind, *timed_search(store, org, q)) for kind, org, q in attacks]
+    per_kind: dict[str, float] = {}
+    for kind in dict.fromkeys(k for k, _, _ in timings):
+        walls = [w for k, w, _ in timings if k == kind]
+        per_kind |= {f"{kind}_ms_p50": round(statistics.median(walls), 2), f"{kind}_ms_max": round(max(walls), 2)}
+    return {**summary([w for _, w, _ in timings], "adversarial_ms"), **summary([c for _, _, c in timings], "adversarial_cpu_ms"), **per_kind}
 
 
 def search_figures(timings: Sequence[tuple[int, float, float]]) -> dict[str, Any]:
@@ -135,7 +181,14 @@ def size_mb(engine: sa.engine.Engine) -> dict[str, float]:
     return {"data_mb": round(data / 2**20, 1), "index_mb": round(index / 2**20, 1), "fulltext_mb": round(int(fulltext or 0) / 2**20, 1)}
 
 
-def bench_backend(name: str, url: str, corpus: dict[int, list[str]], picked: Sequence[tuple[int, str]], writers: int) -> dict[str, Any]:
+def bench_backend(
+    name: str,
+    url: str,
+    corpus: dict[int, list[str]],
+    picked: Sequence[tuple[int, str]],
+    attacks: Sequence[tuple[str, int, str]],
+    writers: int,
+) -> dict[str, Any]:
     engine = open_database(Settings(database_url=url))
     store = MemoryStore(engine)
     total = sum(len(c) for c in corpus.values())
@@ -149,6 +202,7 @@ def bench_backend(name: str, url: str, corpus: dict[int, list[str]], picked: Seq
     rate = load(store, corpus, progress)
     load_cpu = time.process_time() - cpu_started
     timings = latencies(store, picked)
+    worst = worst_case_figures(store, attacks)
     result = {
         "backend": name,
         "memories": total,
@@ -157,6 +211,7 @@ def bench_backend(name: str, url: str, corpus: dict[int, list[str]], picked: Seq
         f"writes_per_s_{writers}_writers": round(writes_per_second(store, len(corpus), writers)),
         "writes_per_s_1_writer": round(writes_per_second(store, len(corpus), 1)),
         **search_figures(timings),
+        **worst,
         **size_mb(engine),
     }
     engine.dispose()
@@ -180,17 +235,19 @@ def main() -> None:
     per_org = args.memories // args.orgs
     corpus = {org: org_memories(org, talks[org % len(talks)], per_org, rng) for org in range(args.orgs)}
     picked = queries(corpus, args.queries, rng)
+    attacks = adversarial_queries(corpus, rng)
     results = []
     if args.backend in (None, "mysql"):
         with mysql_database(args.mysql_url) as url:
-            results.append(bench_backend("mariadb", url, corpus, picked, args.writers))
+            results.append(bench_backend("mariadb", url, corpus, picked, attacks, args.writers))
     if args.backend in (None, "sqlite"):
         with tempfile.TemporaryDirectory() as scratch:
-            results.append(bench_backend("sqlite", f"sqlite:///{scratch}/scale.db", corpus, picked, args.writers))
+            results.append(bench_backend("sqlite", f"sqlite:///{scratch}/scale.db", corpus, picked, attacks, args.writers))
     if args.json:
         report({"memories": args.memories, "orgs": args.orgs, "queries": args.queries, "backends": results}, as_json=True)
         return
     print(f"{args.memories} memories over {args.orgs} orgs; {args.queries} searches (limit 10, 1-5 words)")
+    print(f"worst case: {len(attacks)} adversarial searches, {ADVERSARIAL} of each kind")
     for row in results:
         print(f"[{row['backend']}]")
         report({k: v for k, v in row.items() if k != "backend"}, as_json=False)

@@ -7,8 +7,8 @@ embeddings (``embeddings``), lifted by matches of the same origin
 (``context_boost``) and nudged by feedback recorded with
 ``postMemoryFeedback`` (``feedback_boost``). A dialect
 module (``search_sqlite``, ``search_mysql``) only supplies what SQL cannot say
-portably: the full-text index DDL, the JSON tag test, and the
-index's "contains any (or all) of these terms" test for owners too large to scan. So the
+portably: the full-text index DDL, the JSON tag test, which terms its index cannot hold,
+and the index's "contains any (or all) of these terms" test for owners too large to scan. So the
 two backends return the same ranking for the same rows.
 
 Score rule of the lexical signal (the same on every backend, so ``min_score``
@@ -63,9 +63,15 @@ class SearchBackend(Protocol):
         """True for memory rows whose JSON ``tags`` array contains ``tag``."""
         ...
 
+    def unindexed(self, session: Session, terms: Sequence[str]) -> list[str]:
+        """The ``terms`` the full-text index holds no entry for (its tokenizer's size limits),
+        in order: ``index_match`` is never asked for them."""
+        ...
+
     def index_match(
         self, session: Session, terms: Sequence[str], *, every: bool = False
     ) -> tuple[ColumnElement[bool], ColumnElement[Any]]:
         """(rows whose ``search_text`` holds any term, or with ``every`` all of them, by the
-        full-text index; an ascending order that puts the index's most relevant rows first)."""
+        full-text index; an ascending order that puts the index's most relevant rows first).
+        ``terms`` are non-empty and none of them ``unindexed``."""
         ...

@@ -20,7 +20,8 @@ owner, version, filters), at most ``SAMPLE_ROWS + 1`` of them:
   (``_from_index``): the rows holding every query term, then every term but the
   commonest (by the sample's counts), and so on down to two terms, and the rows
   holding any term only when these are fewer than ``bound``; at most ``CANDIDATES``
-  (or ``bound``) per question, best first by the index's own relevance. An exact
+  (or ``bound``) per question, best first by the index's own relevance, and at most
+  ``QUESTIONS`` questions (below). An exact
   count over every row was the slow part first: one aggregate ``LIKE '% term %'``
   pass in SQL took 290 ms of a 555 ms search (p50) for an owner of 100,000 memories
   on MariaDB; the sample replaced it. Then the index: asking it for rows with any
@@ -41,6 +42,31 @@ owner, version, filters), at most ``SAMPLE_ROWS + 1`` of them:
   top-10 agreement 0.919 -> 0.910 and 0.988 -> 0.985. (On 150 queries, leaving out
   terms in more than a fifth kept 0.918 at p95 207 ms, more than a fiftieth 0.898 at 194.)
 
+What one search may cost the database, whatever the query (``text.query_terms`` first
+cuts 2,000 characters, 100 distinct words or one word repeated down to at most
+``MAX_TERMS`` distinct terms, stopwords gone), besides the reads by primary key of at
+most ``max(3 * limit, 30)`` rows that rank the page (``search_ranking``):
+
+* the scan: one read of at most ``SCAN_ROWS + 1`` rows of the searched range, nothing else;
+* the index plan: the sample read (at most ``SAMPLE_ROWS + 1`` rows, none while the sample
+  is cached), then at most ``QUESTIONS`` questions, each returning at most
+  ``max(bound, CANDIDATES)`` rows (``bound`` is ten times the page, so 1,000 at most):
+  ``QUESTIONS - 3`` bands at most (the rows holding the 5..2 rarest indexed terms, so a
+  query of up to five terms keeps every band), the two "any term" questions, each of
+  these naming at most ``MAX_TERMS`` terms the index holds, and, only when the query has
+  terms the index cannot see (``SearchBackend.unindexed``: on MariaDB the one- and
+  two-letter ones), one read of the newest rows past the sample (``_unseen``). Never a
+  ``LIKE`` over the searched rows: those terms are tested here, on the sample and those
+  rows (at most ``max(bound, CANDIDATES)`` of their holders join the candidates), and a
+  row past both is found by the terms the index holds. They used to be
+  ``LIKE`` tests inside every band question, a pass over the owner's rows each: 32 one-
+  and two-letter terms asked 32 questions (a band for more than five terms almost never
+  matches a row), and 20 such queries took 7.4 s p50, 10.3 s at worst, for an owner of
+  30,000 memories on MariaDB, against 0.33 and 0.73 s now; every adversarial kind of
+  ``bench/memory_scale.py --orgs 1`` together, p99 10.3 -> 0.73 s, while its ordinary
+  queries kept their p50 (69 -> 66 ms; SQLite, which indexes short terms, 0.74 -> 0.49 s
+  for them on a loaded machine).
+
 Every candidate is then scored from its ``search_text`` with BM25 over the searched
 rows' statistics (``bm25``) and the score rule of ``store.search``: other tenants'
 rows change neither the candidates of the scan nor any score. On a scan only the rows
@@ -59,9 +85,11 @@ MariaDB p50 from 14.5 to 17.3 ms, past the 15 ms budget (commit 9dc5db4 has it).
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
-from itertools import repeat
-from typing import cast
+from collections import Counter
+from collections.abc import Callable, Sequence
+from functools import partial
+from itertools import chain, compress, repeat
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy import ColumnElement
@@ -83,6 +111,12 @@ CANDIDATES = 500
 #: Share of the sampled rows above which a term is common: the index plan's "any term"
 #: question leaves such terms out first (see ``_from_index``).
 COMMON = 0.1
+#: Questions one search may ask beyond its read of the searched rows, whatever the query:
+#: the bound of the index plan (see the module docstring), which ``_questions`` keeps.
+QUESTIONS = 7
+
+#: One question of the index plan: (its condition, an ascending best-first order), built when asked.
+Question = Callable[[], tuple[ColumnElement[bool], ColumnElement[Any]]]
 
 _text = cast(ColumnElement[str], col(MemoryRow.search_text))
 
@@ -91,27 +125,37 @@ def _corpus(rows: Sequence[Row], frequency: dict[str, int]) -> bm25.Corpus:
     return bm25.Corpus(len(rows), sum(len(text) for _, text in rows) / len(rows), frequency)
 
 
-def _scan(rows: Sequence[Row], terms: Sequence[str]) -> tuple[bm25.Corpus, list[tuple[int, Row]]]:
-    """Statistics of all ``rows`` and the rows holding any term, each with how many it holds,
-    by whole-term substring tests (cheaper than splitting every row: most rows of an owner
-    hold none of the terms)."""
-    padded = [f" {t} " for t in terms]
-    frequency = dict.fromkeys(terms, 0)
+def _holding(rows: Sequence[Row], terms: Sequence[str]) -> list[tuple[list[str], Row]]:
+    """The rows holding any of ``terms``, each with the terms it holds, by whole-term substring
+    tests (cheaper than splitting every row: most rows of an owner hold none of the terms)."""
+    padded = [(t, f" {t} ") for t in terms]
     found = []
-    for pk, text in rows:
-        held = [t for t, p in zip(terms, padded, strict=True) if p in text]
+    for row in rows:
+        held = [t for t, p in padded if p in row[1]]
         if held:
-            found.append((len(held), (pk, text)))
-            for term in held:
-                frequency[term] += 1
-    return _corpus(rows, frequency), found
+            found.append((held, row))
+    return found
 
 
-def _sample(rows: Sequence[Row], terms: Sequence[str]) -> bm25.Corpus:
-    """Statistics of the sample alone, one tight pass per term: the index plan does not need
-    to know which sample rows match (a third of its search time at 100,000 rows)."""
-    texts = [text for _, text in rows]
-    return _corpus(rows, {t: sum(map(operator.contains, texts, repeat(f" {t} "))) for t in terms})
+def _scan(rows: Sequence[Row], terms: Sequence[str]) -> tuple[bm25.Corpus, list[tuple[int, Row]]]:
+    """Statistics of all ``rows`` and the rows holding any term, each with how many it holds."""
+    found = _holding(rows, terms)
+    frequency = Counter(t for held, _ in found for t in held)
+    return _corpus(rows, {t: frequency[t] for t in terms}), [(len(held), row) for held, row in found]
+
+
+def _positions(rows: Sequence[Row], terms: Sequence[str]) -> dict[str, list[int]]:
+    """Per term, the positions of the ``rows`` holding it, one tight pass per term: the sample's
+    statistics are their counts (splitting or looping over the rows in Python was a third of
+    the index plan's search time at 100,000 rows, and three times slower than this)."""
+    texts, positions = [text for _, text in rows], range(len(rows))
+    return {t: list(compress(positions, map(operator.contains, texts, repeat(f" {t} ")))) for t in terms}
+
+
+def _holding_unseen(rows: Sequence[Row], found: dict[str, list[int]], unseen: Sequence[str]) -> list[tuple[int, Row]]:
+    """The ``rows`` holding a term of ``unseen``, each with how many query terms it holds."""
+    held = Counter(chain.from_iterable(found.values()))
+    return [(held[i], rows[i]) for i in set(chain.from_iterable(found[t] for t in unseen))]
 
 
 def _top_bands(found: Sequence[tuple[int, Row]], bound: int) -> list[Row]:
@@ -125,28 +169,66 @@ def _top_bands(found: Sequence[tuple[int, Row]], bound: int) -> list[Row]:
     return [row for held, row in by_band if held >= floor]
 
 
+def _questions(
+    session: Session, backend: SearchBackend, terms: Sequence[str], unseen: Sequence[str], corpus: bm25.Corpus
+) -> list[Question]:
+    """The index plan's questions to the full-text index in the order asked, at most
+    ``QUESTIONS - 1`` whatever the query (see the module docstring): the bands, rows holding
+    the rarest indexed terms (by the sample's counts), ``QUESTIONS - 3`` at most; then any
+    indexed term but the common ones, then any indexed term at all."""
+    indexed = [t for t in terms if t not in unseen]
+    rarest_first = sorted(indexed, key=lambda t: corpus.frequency[t])
+    largest = min(len(indexed), QUESTIONS - 2)  # sizes largest..2: QUESTIONS - 3 bands at most
+    asks: list[Question] = [partial(backend.index_match, session, rarest_first[:size], every=True) for size in range(largest, 1, -1)]
+    rarer = [t for t in indexed if corpus.frequency[t] <= COMMON * corpus.documents]
+    if 0 < len(rarer) < len(indexed):
+        asks.append(partial(backend.index_match, session, rarer))
+    if indexed:
+        asks.append(partial(backend.index_match, session, indexed))
+    return asks
+
+
+def _unseen(
+    session: Session,
+    where: Sequence[ColumnElement[bool]],
+    terms: Sequence[str],
+    unseen: Sequence[str],
+    sample: Sequence[Row],
+    found: dict[str, list[int]],
+    bound: int,
+) -> list[Row]:
+    """Candidates for the terms the index cannot see, tested here, never by ``LIKE`` in SQL
+    (``bench/short_terms_mariadb.py``: 32 such tests ORed over 30,000 rows took six times as
+    long as reading the rows and testing the 32 terms here): in the sample (``found``: where each term is in it)
+    and in the newest rows past it (those saved since it was read among them), one read of
+    at most ``max(bound, CANDIDATES)`` rows; of these, as many, most query terms held first,
+    then newest (whole bands, as on a scan, would score every row for a term in all of them)."""
+    newer = (
+        sa.select(col(MemoryRow.pk), _text)
+        .where(*where, col(MemoryRow.pk) > max(pk for pk, _ in sample))
+        .order_by(col(MemoryRow.pk).desc())
+        .limit(max(bound, CANDIDATES))
+    )
+    recent = [(pk, text or "") for pk, text in session.execute(newer)]
+    holding = _holding_unseen(sample, found, unseen) + _holding_unseen(recent, _positions(recent, terms), unseen)
+    best = sorted(holding, key=lambda item: (item[0], item[1][0]), reverse=True)[: max(bound, CANDIDATES)]
+    return [row for _, row in best]
+
+
 def _from_index(
     session: Session,
     backend: SearchBackend,
     where: Sequence[ColumnElement[bool]],
     terms: Sequence[str],
+    unseen: Sequence[str],
     corpus: bm25.Corpus,
     bound: int,
 ) -> list[Row]:
-    """Candidates from the full-text index, best bands first: the rows holding all the
-    terms, then all but the commonest (by the sample's counts), and so on, until there
-    are ``bound``; then the rows holding any term but the common ones (in more than
-    ``COMMON`` of the rows), and any term at all only when those are too few (see the
-    module docstring)."""
-    rarest_first = sorted(terms, key=lambda t: corpus.frequency[t])
-    asks = [(rarest_first[:size], True) for size in range(len(terms), 1, -1)]
-    rarer = [t for t in rarest_first if corpus.frequency[t] <= COMMON * corpus.documents]
-    if 0 < len(rarer) < len(terms):
-        asks.append((rarer, False))
-    asks.append((list(terms), False))
+    """Candidates from the index, the plan's ``_questions`` asked in turn until there are
+    ``bound``, at most ``max(bound, CANDIDATES)`` rows per question, best first by its order."""
     found: dict[int, str] = {}
-    for asked, every in asks:
-        match, best_first = backend.index_match(session, asked, every=every)
+    for ask in _questions(session, backend, terms, unseen, corpus):
+        match, best_first = ask()
         statement = (
             sa.select(col(MemoryRow.pk), _text)
             .where(*where, match)
@@ -187,8 +269,12 @@ def lexical(
     if not rows:
         return {}
     if len(rows) > SCAN_ROWS:  # too many to scan: the sample's statistics stand, the index finds the candidates
-        corpus = _sample(rows, terms)
-        candidates = _from_index(session, backend, where, terms, corpus, bound)
+        where_in_sample = _positions(rows, terms)
+        corpus = _corpus(rows, {t: len(at) for t, at in where_in_sample.items()})
+        unseen = backend.unindexed(session, terms)
+        candidates = _from_index(session, backend, where, terms, unseen, corpus, bound)
+        if unseen:
+            candidates += _unseen(session, where, terms, unseen, rows, where_in_sample, bound)
     else:
         corpus, found = _scan(rows, terms)
         candidates = _top_bands(found, bound)

@@ -11,7 +11,9 @@ derived ``search_text`` column, whose terms are already folded and stemmed
   MySQL is every row when a word occurs in all of them; candidates are ordered by the
   same expression;
 * terms shorter than ``innodb_ft_min_token_size`` (3 by default) or longer than
-  ``innodb_ft_max_token_size`` are not in the index: they match by ``LIKE`` instead;
+  ``innodb_ft_max_token_size`` are not in the index (``unindexed``): the plan never asks
+  it for them, and tests them itself on the rows it reads (``search_lexical._unseen``),
+  not by ``LIKE`` over the owner's rows (``bench/short_terms_mariadb.py``);
 * a row enters the index at COMMIT: a save is acknowledged only after its commit,
   so what a client was told is saved is searchable.
 """
@@ -30,7 +32,6 @@ from sqlmodel import Session, col
 from memory_bank.store.bootstrap_mysql import advisory_lock, ensure_fulltext
 from memory_bank.store.indexing import backfill
 from memory_bank.store.tables import MemoryRow
-from memory_bank.store.text import whole_term
 
 # col() is typed as the mapped attribute; MATCH wants it as the column expression it is.
 _text = cast(ColumnElement[str], col(MemoryRow.search_text))
@@ -48,21 +49,20 @@ class MysqlSearch:
     def has_tag(self, tag: str) -> ColumnElement[bool]:
         return func.json_contains(col(MemoryRow.tags), func.json_quote(tag)) == 1
 
+    def unindexed(self, session: Session, terms: Sequence[str]) -> list[str]:
+        shortest, longest = self._sizes(session)
+        return [t for t in terms if not shortest <= len(t) <= longest]
+
     def index_match(
         self, session: Session, terms: Sequence[str], *, every: bool = False
     ) -> tuple[ColumnElement[bool], ColumnElement[Any]]:
-        indexed = [t for t in terms if self._indexed(session, t)]
-        tests = [_text.like(whole_term(t)) for t in terms if t not in indexed]
-        combine = sa.and_ if every else sa.or_
-        if not indexed:
-            return combine(*tests), col(MemoryRow.pk).desc()
         # "+term" makes a term required in boolean mode; a bare term is optional (any of them).
-        relevance = mysql.match(_text, against=" ".join(f"+{t}" if every else t for t in indexed)).in_boolean_mode()
-        return combine(relevance > 0, *tests), relevance.desc()
+        relevance = mysql.match(_text, against=" ".join(f"+{t}" if every else t for t in terms)).in_boolean_mode()
+        return relevance > 0, relevance.desc()
 
-    def _indexed(self, session: Session, term: str) -> bool:
+    def _sizes(self, session: Session) -> tuple[int, int]:
+        """The server's shortest and longest indexed token, read once."""
         if self._token_sizes is None:
             row = session.execute(sa.text("SELECT @@innodb_ft_min_token_size, @@innodb_ft_max_token_size")).one()
             self._token_sizes = (int(row[0]), int(row[1]))
-        shortest, longest = self._token_sizes
-        return shortest <= len(term) <= longest
+        return self._token_sizes

@@ -7,7 +7,7 @@ the memory's words folded (case, compatibility forms, accents), function words
 dropped and stemmed with Snowball's English (Porter2) stemmer, joined by single
 spaces and padded with one space at each end. Queries go through the same
 :func:`terms`, so ``prefers`` finds ``preferred`` on both backends, and the padding
-makes ``LIKE '% term %'`` an exact whole-term test that needs no index.
+makes the substring test ``" term " in search_text`` an exact whole-term test.
 
 What is indexed is everything textual a memory carries: ``content``, its ``tags``
 (e.g. a speaker's name) and its contexts' snippets (e.g. the quote or caption it
@@ -61,10 +61,3 @@ def search_text(content: str, tags: Iterable[str] = (), contexts: Iterable[Mappi
     parts = [content, *tags, *(str(c.get("snippet") or "") for c in contexts)]
     return " " + " ".join(term for part in parts for term in terms(part)) + " "
 
-
-def whole_term(term: str) -> str:
-    """The ``LIKE`` pattern that matches ``term`` as a whole term of a ``search_text``.
-
-    Terms are letters and digits only, so there is nothing to escape.
-    """
-    return f"% {term} %"
