@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import uvicorn
 from backends import free_port
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from mcp_live import serving
 
 from memory_bank.app import create_app
 from memory_bank.settings import Settings
@@ -49,16 +47,5 @@ def live_app(settings: Settings) -> Iterator[tuple[FastAPI, str]]:
     """The real app under uvicorn on a free loopback port until the block ends: (app, base url)."""
     port = free_port()
     app = create_app(settings.model_copy(update={"rate_limit_rpm": 100_000}))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.02)
-    try:
+    with serving(app, port):
         yield app, f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
