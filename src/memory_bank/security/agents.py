@@ -24,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 
 from memory_bank.errors import ApiError, ErrorCode
 from memory_bank.security.audit import attribute_agent
-from memory_bank.security.principal import Principal
+from memory_bank.security.principal import Principal, check_owner_id
 from memory_bank.store.agents_table import AgentRow
 from memory_bank.store.columns import new_id
 from memory_bank.store.database import transaction
@@ -56,7 +56,7 @@ class AgentStore:
         self._engine = engine
 
     def create(self, org_id: str, name: str) -> AgentRow:
-        row = AgentRow(org_id=org_id, id=new_id(), name=name)
+        row = AgentRow(org_id=check_owner_id("org", org_id), id=new_id(), name=name)
         with transaction(self._engine, write=True) as session:
             session.add(row)
         return row
