@@ -97,3 +97,14 @@ def test_an_agent_for_a_padded_org_is_refused(database_url: str) -> None:
             AgentStore(engine).create("acme ", "laptop")
     finally:
         engine.dispose()
+
+
+def test_a_padded_agent_id_in_a_body_is_not_the_agent(make_client, make_token) -> None:
+    """An agent-less token naming ``agent_id: "<agent> "``: on MariaDB it used to pass as ``<agent>``
+    and store the padded id; now it is an unregistered agent on both backends."""
+    make_token("acme", "ann")  # registers agent-1 in acme
+    agentless = make_client("acme", "ann", agent=None)
+    padded = agentless.post("/v1/memory", json={"content": "padded agent", "agent_id": "agent-1 "})
+    assert padded.status_code == 403 and padded.json()["code"] == "permission_denied"
+    exact = agentless.post("/v1/memory", json={"content": "exact agent", "agent_id": "agent-1"})
+    assert exact.status_code == 201 and exact.json()["agent_id"] == "agent-1"

@@ -62,8 +62,10 @@ class AgentStore:
         return row
 
     def find(self, org_id: str, agent_id: str) -> AgentRow | None:
+        """The agent with exactly this id: MariaDB's PAD SPACE would also match ``agent_id + " "``."""
         with transaction(self._engine) as session:
-            return session.get(AgentRow, (org_id, agent_id))
+            row = session.get(AgentRow, (org_id, agent_id))
+        return row if row is not None and (row.org_id, row.id) == (org_id, agent_id) else None
 
     def registered(self, org_id: str, agent_ids: Collection[str]) -> set[str]:
         """Which of ``agent_ids`` are agents of ``org_id``, active or not (an import keeps their names)."""
