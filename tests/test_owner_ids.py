@@ -108,3 +108,16 @@ def test_a_padded_agent_id_in_a_body_is_not_the_agent(make_client, make_token) -
     assert padded.status_code == 403 and padded.json()["code"] == "permission_denied"
     exact = agentless.post("/v1/memory", json={"content": "exact agent", "agent_id": "agent-1"})
     assert exact.status_code == 201 and exact.json()["agent_id"] == "agent-1"
+
+
+@pytest.mark.parametrize("path", ["/v1/memory", "/v1/memory/search"])
+def test_a_project_filter_matches_only_that_project(make_client, path: str) -> None:
+    """On MariaDB ``project_id=p`` also returned project ``p `` (PAD SPACE); SQLite did not."""
+    ann = make_client("acme", "ann")
+    projects = ["p", "p ", "p  ", "P", "p%", "p_", "p/"]
+    for project in projects:
+        assert ann.post("/v1/memory", json={"content": f"in project [{project}]", "project_id": project}).status_code == 201
+    for project in projects:
+        reply = ann.get(path, params={"project_id": project}).json()
+        found = [m["project_id"] for m in reply.get("items", reply.get("results", []))]
+        assert found == [project], (project, found)
