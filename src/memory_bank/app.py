@@ -71,6 +71,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
         lifespan=lifespan,
+        # No slash redirects: Starlette builds their Location from the client's Host header
+        # (``/v1/memory/`` with ``Host: evil.example`` answered 307 to evil.example) and
+        # answers before authentication, outside problem+json. A wrong path is a 404 problem.
+        redirect_slashes=False,
     )
     app.state.settings = settings
     app.state.engine = engine

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from memory_bank import __version__
 from memory_bank.cli_agents import agent_app
@@ -20,7 +21,7 @@ from memory_bank.cli_serve import serve
 from memory_bank.cli_support import ID_ARGUMENT, database, settings
 from memory_bank.cli_tokens import token_list, token_revoke
 from memory_bank.cli_transfer import export_memories, import_memories
-from memory_bank.security.tokens import PERMISSIONS, TokenStore
+from memory_bank.security.tokens import TokenStore
 
 app = typer.Typer(help="Memory Bank: durable, searchable memory for AI agents.", no_args_is_help=True)
 token_app = typer.Typer(help="Bearer tokens.", no_args_is_help=True)
@@ -64,7 +65,7 @@ def token_create(
     try:
         plaintext, _ = TokenStore(database()).create(org, user, agent, granted)
     except ValueError as exc:
-        _stderr.print(f"[red]{exc}[/]; known: {', '.join(sorted(PERMISSIONS))}")
+        _stderr.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(2) from None
     typer.echo(plaintext)
     _stderr.print("Store it now: only its sha256 is kept. Send it as 'Authorization: Bearer <token>'.", style="dim")

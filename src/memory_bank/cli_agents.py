@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from memory_bank.cli_support import ID_ARGUMENT, database
 from memory_bank.security.agents import AgentStore
@@ -29,7 +30,12 @@ def agent_create(
     name: Annotated[str, typer.Option(help="A readable name, e.g. the host or the tool.")],
 ) -> None:
     """Register an active agent and print its id alone on stdout."""
-    typer.echo(_agents().create(org, name).id)
+    try:
+        row = _agents().create(org, name)
+    except ValueError as exc:
+        _stderr.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(2) from None
+    typer.echo(row.id)
     _stderr.print("Writes name it with agent_id, or bind a token to it: token create --agent <id>.", style="dim")
 
 

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from memory_bank.errors import ApiError, ErrorCode
-from memory_bank.security.principal import Principal
+from memory_bank.security.principal import Principal, check_owner_id
 from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.settings import Settings, get_settings, setting_errors
 from memory_bank.store.database import open_database
@@ -46,7 +46,16 @@ SHOWN_FIELD_ERRORS = 10
 
 
 def owner(org: str, user: str) -> Principal:
-    """The memories' owner, as a principal that may do everything (the operator is trusted)."""
+    """The memories' owner, as a principal that may do everything (the operator is trusted).
+
+    The ids are checked as token ids are (``check_owner_id``): ``--org "acme "`` would
+    otherwise act on org ``acme`` on MariaDB and on an empty org on SQLite."""
+    try:
+        check_owner_id("org", org)
+        check_owner_id("user", user)
+    except ValueError as exc:
+        stderr.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(2) from None
     return Principal(token_id="cli", org_id=org, user_id=user, agent_id=None, permissions=PERMISSIONS)
 
 

@@ -24,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 
 from memory_bank.errors import ApiError, ErrorCode
 from memory_bank.security.audit import attribute_agent
-from memory_bank.security.principal import Principal
+from memory_bank.security.principal import Principal, check_owner_id
 from memory_bank.store.agents_table import AgentRow
 from memory_bank.store.columns import new_id
 from memory_bank.store.database import transaction
@@ -56,14 +56,16 @@ class AgentStore:
         self._engine = engine
 
     def create(self, org_id: str, name: str) -> AgentRow:
-        row = AgentRow(org_id=org_id, id=new_id(), name=name)
+        row = AgentRow(org_id=check_owner_id("org", org_id), id=new_id(), name=name)
         with transaction(self._engine, write=True) as session:
             session.add(row)
         return row
 
     def find(self, org_id: str, agent_id: str) -> AgentRow | None:
+        """The agent with exactly this id: MariaDB's PAD SPACE would also match ``agent_id + " "``."""
         with transaction(self._engine) as session:
-            return session.get(AgentRow, (org_id, agent_id))
+            row = session.get(AgentRow, (org_id, agent_id))
+        return row if row is not None and (row.org_id, row.id) == (org_id, agent_id) else None
 
     def registered(self, org_id: str, agent_ids: Collection[str]) -> set[str]:
         """Which of ``agent_ids`` are agents of ``org_id``, active or not (an import keeps their names)."""

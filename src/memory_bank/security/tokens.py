@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col
 
 from memory_bank.security.agents import register_for_token
-from memory_bank.security.principal import Principal
+from memory_bank.security.principal import Principal, check_owner_id
 from memory_bank.store.columns import utcnow
 from memory_bank.store.database import transaction
 from memory_bank.store.tables import TokenRow
@@ -38,10 +38,14 @@ class TokenStore:
         self, org_id: str, user_id: str, agent_id: str | None, permissions: Iterable[str]
     ) -> tuple[str, TokenRow]:
         """Mint a token; the plaintext is returned here and never again."""
+        check_owner_id("org", org_id)
+        check_owner_id("user", user_id)
+        if agent_id is not None:
+            check_owner_id("agent", agent_id)
         granted = sorted(set(permissions))
         unknown = set(granted) - PERMISSIONS
         if unknown:
-            raise ValueError(f"unknown permission(s): {', '.join(sorted(unknown))}")
+            raise ValueError(f"unknown permission(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(PERMISSIONS))}")
         plaintext = TOKEN_PREFIX + secrets.token_urlsafe(32)
         row = TokenRow(
             token_hash=_digest(plaintext), org_id=org_id, user_id=user_id, agent_id=agent_id, permissions=granted

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 from sqlalchemy import ColumnElement
-from sqlalchemy.orm import aliased
+from sqlalchemy.orm import Mapped, aliased
 from sqlmodel import col
 
 from memory_bank.security.principal import Principal
@@ -42,6 +42,18 @@ def not_deleted() -> ColumnElement[bool]:
     return ~sa.exists().where(col(tombstone.chain_id) == col(MemoryRow.chain_id), col(tombstone.deleted_at).is_not(None))
 
 
+def exactly(column: Mapped[str | None], value: str) -> ColumnElement[bool]:
+    """``column == value`` with the same answer on every backend.
+
+    MariaDB compares VARCHARs with PAD SPACE, even under ``utf8mb4_bin``: ``'p ' = 'p'``
+    is true there and false on SQLite, so a filter on ``p`` would also return project
+    ``p `` on one backend only. ``LIKE`` never pads; with the wildcards escaped it is an
+    exact comparison, and the ``=`` beside it keeps the index usable.
+    """
+    pattern = value.replace("/", "//").replace("%", "/%").replace("_", "/_")
+    return sa.and_(column == value, column.like(pattern, escape="/"))
+
+
 @dataclass(frozen=True)
 class MemoryFilter:
     """The narrowing shared by list and search (spec parameters of the same names)."""
@@ -58,7 +70,7 @@ class MemoryFilter:
         if self.category is not None:
             where.append(col(MemoryRow.category) == self.category)
         if self.project_id is not None:
-            where.append(col(MemoryRow.project_id) == self.project_id)
+            where.append(exactly(col(MemoryRow.project_id), self.project_id))
         if self.keypath_prefix is not None:
             where.append(col(MemoryRow.keypath).startswith(self.keypath_prefix, autoescape=True))
         return where

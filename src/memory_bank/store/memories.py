@@ -173,9 +173,15 @@ class MemoryStore:
         return row
 
     def history(self, principal: Principal, memory_id: str) -> list[MemoryRow]:
-        """The visible versions of the chain ``memory_id`` belongs to, oldest first, tombstone included."""
+        """The visible versions of the chain ``memory_id`` belongs to, oldest first, tombstone included.
+
+        A deleted chain's history is its owner's alone: to another member of the org a
+        forgotten org memory is 404 here as in every other read, not its words by another door.
+        """
         with transaction(self._engine) as session:
-            row = self._one(session, col(MemoryRow.id) == memory_id, visible_to(principal))
+            row = self._one(
+                session, col(MemoryRow.id) == memory_id, visible_to(principal), sa.or_(owned_by(principal), not_deleted())
+            )
             statement = (
                 sa.select(MemoryRow)
                 .where(col(MemoryRow.chain_id) == row.chain_id, visible_to(principal))
