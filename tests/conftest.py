@@ -11,11 +11,12 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
+from typer.testing import CliRunner
 
 from memory_bank.app import create_app
 from memory_bank.security.principal import Principal
 from memory_bank.security.tokens import TokenStore
-from memory_bank.settings import Settings
+from memory_bank.settings import Settings, get_settings
 from memory_bank.store import MemoryStore, open_database
 
 READ_WRITE = ("memory:read", "memory:write")
@@ -54,6 +55,15 @@ def database_url(request: pytest.FixtureRequest, tmp_path) -> str:
     url: str = request.getfixturevalue("mysql_run_database")
     backends.empty_tables(url)
     return url
+
+
+@pytest.fixture
+def cli(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[CliRunner]:
+    """The CLI (in process) on this test's database, SQLite and MariaDB."""
+    monkeypatch.setenv("MEMORY_BANK_DATABASE_URL", database_url)
+    get_settings.cache_clear()
+    yield CliRunner()
+    get_settings.cache_clear()
 
 
 @pytest.fixture

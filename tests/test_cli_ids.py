@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
@@ -15,7 +14,7 @@ from typer.testing import CliRunner, Result
 from memory_bank.cli import app
 from memory_bank.security.principal import Principal
 from memory_bank.security.tokens import TokenStore
-from memory_bank.settings import Settings, get_settings
+from memory_bank.settings import Settings
 from memory_bank.store import open_database
 from memory_bank.store.columns import ID_FIRST_LETTERS, command_line_safe, new_id
 from memory_bank.store.database import transaction
@@ -26,15 +25,6 @@ from memory_bank.store.tables import TokenRow
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{21}$")
 ANY_ID = st.from_regex(ID_PATTERN, fullmatch=True)
 DRAWS = 20_000
-
-
-@pytest.fixture
-def cli(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[CliRunner]:
-    """The CLI on this test's database (SQLite and MariaDB)."""
-    monkeypatch.setenv("MEMORY_BANK_DATABASE_URL", database_url)
-    get_settings.cache_clear()
-    yield CliRunner()
-    get_settings.cache_clear()
 
 
 def run(cli: CliRunner, *args: str) -> Result:

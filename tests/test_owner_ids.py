@@ -20,7 +20,7 @@ from memory_bank.cli import app
 from memory_bank.security.agents import AgentStore
 from memory_bank.security.principal import MAX_OWNER_ID_LENGTH, check_owner_id
 from memory_bank.security.tokens import TokenStore
-from memory_bank.settings import Settings, get_settings
+from memory_bank.settings import Settings
 from memory_bank.store import open_database
 
 BAD_IDS = ["acme ", " acme", "acme\t", "acme\n", "", "a\x00b", "a\x7fb", "a" * (MAX_OWNER_ID_LENGTH + 1), "\u00a0acme"]
@@ -64,14 +64,6 @@ def test_ordinary_ids_are_kept(tokens: TokenStore, good: str) -> None:
     plaintext, row = tokens.create(good, good, good, ["memory:read"])
     principal = tokens.verify(plaintext)
     assert principal is not None and (principal.org_id, principal.user_id, principal.agent_id) == (good, good, good)
-
-
-@pytest.fixture
-def cli(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[CliRunner]:
-    monkeypatch.setenv("MEMORY_BANK_DATABASE_URL", database_url)
-    get_settings.cache_clear()
-    yield CliRunner()
-    get_settings.cache_clear()
 
 
 @pytest.mark.parametrize(
