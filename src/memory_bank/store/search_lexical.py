@@ -58,14 +58,9 @@ most ``max(3 * limit, 30)`` rows that rank the page (``search_ranking``):
   two-letter ones), one read of the newest rows past the sample (``_unseen``). Never a
   ``LIKE`` over the searched rows: those terms are tested here, on the sample and those
   rows (at most ``max(bound, CANDIDATES)`` of their holders join the candidates), and a
-  row past both is found by the terms the index holds. They used to be
-  ``LIKE`` tests inside every band question, a pass over the owner's rows each: 32 one-
-  and two-letter terms asked 32 questions (a band for more than five terms almost never
-  matches a row), and 20 such queries took 7.4 s p50, 10.3 s at worst, for an owner of
-  30,000 memories on MariaDB, against 0.33 and 0.73 s now; every adversarial kind of
-  ``bench/memory_scale.py --orgs 1`` together, p99 10.3 -> 0.73 s, while its ordinary
-  queries kept their p50 (69 -> 66 ms; SQLite, which indexes short terms, 0.74 -> 0.49 s
-  for them on a loaded machine).
+  row past both is found by the terms the index holds. A ``LIKE`` test is a pass over
+  every searched row, slower than reading them and testing here
+  (``docs/decisions/0001-short-terms-without-like.md``).
 
 Every candidate is then scored from its ``search_text`` with BM25 over the searched
 rows' statistics (``bm25``) and the score rule of ``store.search``: other tenants'
@@ -198,8 +193,7 @@ def _unseen(
     bound: int,
 ) -> list[Row]:
     """Candidates for the terms the index cannot see, tested here, never by ``LIKE`` in SQL
-    (``bench/short_terms_mariadb.py``: 32 such tests ORed over 30,000 rows took six times as
-    long as reading the rows and testing the 32 terms here): in the sample (``found``: where each term is in it)
+    (slower than reading the rows, ``bench/short_terms_mariadb.py``): in the sample (``found``: where each term is in it)
     and in the newest rows past it (those saved since it was read among them), one read of
     at most ``max(bound, CANDIDATES)`` rows; of these, as many, most query terms held first,
     then newest (whole bands, as on a scan, would score every row for a term in all of them)."""
