@@ -7,7 +7,6 @@ Who is calling is a transport matter, so the transport passes ``caller_of``.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -17,13 +16,10 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from memory_bank import __version__
-from memory_bank.capabilities.execute import Caller, Outcome
-from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.capabilities.execute import Caller
 from memory_bank.mcp.metering import Metering
 from memory_bank.mcp.tools import Toolbox, UnknownTool
 from memory_bank.observability.metrics import MCP_OPERATION, name_operation
-
-log = logging.getLogger(__name__)
 
 #: How the transport says who sent a request.
 CallerOf = Callable[[ServerRequestContext[Any, Any]], Caller]
@@ -51,10 +47,6 @@ def build_server(toolbox: Toolbox, caller_of: CallerOf) -> Server[Any]:
             outcome = await toolbox.call(params.name, params.arguments or {}, caller_of(ctx))
         except UnknownTool:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {_shown(params.name)}") from None
-        except Exception:
-            # A bug must reach the agent as a code it understands, never as a trace.
-            log.exception("tool %s failed unexpectedly", params.name)
-            outcome = Outcome.failure(ApiError(ErrorCode.backend_error, "unexpected server error"))
         if ctx.request is not None:  # over HTTP; the name is one the toolbox serves, so labels stay bounded
             name_operation(ctx.request.scope, f"{MCP_OPERATION}:{params.name}")
         return types.CallToolResult(
