@@ -18,7 +18,7 @@ from memory_bank.observability.metrics import Metrics
 from memory_bank.security.audit import AuditEvent, AuditLog, TableSink
 from memory_bank.security.tokens import TokenStore
 from memory_bank.settings import Settings
-from memory_bank.store.audit_table import AuditEventRow
+from memory_bank.store.tables import AuditEventRow
 from memory_bank.store.database import open_database
 
 AUDITED = [

@@ -25,7 +25,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from memory_bank.capabilities.execute import Executor
-from memory_bank.store.audit_table import AuditEventRow
+from memory_bank.store.tables import AuditEventRow
 from mcp_live import LiveServer, live_server, post_rpc
 
 

@@ -17,7 +17,7 @@ from transfer_support import live_app
 from memory_bank.handlers import transfer
 from memory_bank.security.tokens import TokenStore
 from memory_bank.settings import Settings
-from memory_bank.store.audit_table import AuditEventRow
+from memory_bank.store.tables import AuditEventRow
 from memory_bank.store.database import make_engine
 from memory_bank.store.memories import MemoryStore
 

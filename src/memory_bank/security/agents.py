@@ -25,7 +25,7 @@ from starlette.concurrency import run_in_threadpool
 from memory_bank.errors import ApiError, ErrorCode
 from memory_bank.security.audit import attribute_agent
 from memory_bank.security.principal import Principal, check_owner_id
-from memory_bank.store.agents_table import AgentRow
+from memory_bank.store.tables import AgentRow
 from memory_bank.store.columns import new_id
 from memory_bank.store.database import transaction
 

@@ -34,7 +34,7 @@ from sqlalchemy.engine import Engine
 
 from memory_bank.observability.metrics import Metrics
 from memory_bank.settings import Settings
-from memory_bank.store.audit_table import AuditEventRow
+from memory_bank.store.tables import AuditEventRow
 from memory_bank.store.database import transaction
 
 log = logging.getLogger(__name__)

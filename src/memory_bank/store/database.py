@@ -36,7 +36,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlmodel import Session
 
 from memory_bank.settings import Settings
-from memory_bank.store import agents_table, audit_table, tables  # noqa: F401  (registers the tables on SQLModel.metadata)
+from memory_bank.store import tables  # noqa: F401  (registers the tables on SQLModel.metadata)
 from memory_bank.store import migrations
 from memory_bank.store.contention import DatabaseBusy, contention, writer_queue
 from memory_bank.store.search import SearchBackend

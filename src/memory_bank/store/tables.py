@@ -1,4 +1,6 @@
-"""The persisted shape of memories, tokens and feedback (DESIGN §5).
+"""Every table: memories, tokens, feedback, agents and audit events (DESIGN §5, §6).
+
+One module, so the schema the migrations are compared against reads in one place.
 
 Every memory version is its own row and rows are never rewritten except to stamp
 ``superseded_at``/``deleted_at`` (and release an idempotency key), so history and
@@ -93,3 +95,48 @@ class FeedbackRow(SQLModel, table=True):
     trace_id: str | None = Field(default=None, max_length=128)
     notes: str | None = Field(default=None, sa_type=sa.Text)
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+
+class AgentRow(SQLModel, table=True):
+    """Which agents exist in an org and whether they may still write.
+
+    Agent ids are namespaced by org (the key is ``(org_id, id)``): two orgs may both
+    run an agent called ``laptop``, and a lookup outside the caller's org finds nothing,
+    so a cross-org agent and a missing one are indistinguishable to the caller. Ids are
+    strings of up to 128 characters, like ``memory.agent_id`` and ``token.agent_id``,
+    so a name chosen at ``token create --agent`` time can be an id too.
+    """
+
+    __tablename__ = "agent"
+
+    org_id: str = Field(max_length=128, primary_key=True)
+    id: str = Field(max_length=128, primary_key=True)
+    name: str = Field(max_length=128)
+    active: bool = True
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+
+class AuditEventRow(SQLModel, table=True):
+    """One row per REST call or MCP tool call (DESIGN §6).
+
+    It holds who, what operation, how long and how it ended; never content,
+    arguments or tokens, so the audit trail can be kept longer and shown to more
+    people than the memories themselves.
+    """
+
+    __tablename__ = "audit_event"
+    __table_args__ = (sa.Index("ix_audit_event_org_requested", "org_id", "requested_at"),)
+
+    pk: int | None = Field(default=None, primary_key=True, sa_type=SurrogateKey)
+    request_id: str | None = Field(default=None, max_length=128)
+    #: None for calls refused before a principal was known (401).
+    org_id: str | None = Field(default=None, max_length=128)
+    agent_id: str | None = Field(default=None, max_length=128)
+    tool_name: str = Field(max_length=128)
+    latency_ms: float = Field(sa_type=sa.Double)
+    success: bool
+    error_code: str | None = Field(default=None, max_length=32)
+    requested_at: datetime = Field(sa_type=UTCDateTime)
+    user_id: str | None = Field(default=None, max_length=128)
+    #: The token's public id (``token.id``), never the token or its hash.
+    token_id: str | None = Field(default=None, max_length=128)
