@@ -36,9 +36,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from backends import free_port  # noqa: E402
 
-from memory_bank.security.tokens import TokenStore  # noqa: E402
 from memory_bank.settings import Settings  # noqa: E402
 from memory_bank.store.database import open_database  # noqa: E402
+from memory_bank.store.tokens import TokenStore  # noqa: E402
 
 SERVE = str(Path(sys.executable).with_name("memory-bank"))
 DEADLINE_SECONDS = 300

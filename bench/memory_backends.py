@@ -50,12 +50,12 @@ from capability_search import latency_summary, report  # noqa: E402
 
 from memory_bank.app import create_app  # noqa: E402
 from memory_bank.security.principal import Principal  # noqa: E402
-from memory_bank.security.tokens import TokenStore  # noqa: E402
 from memory_bank.settings import Settings  # noqa: E402
 from memory_bank.store import MemoryFilter, MemoryStore, open_database, search_lexical  # noqa: E402
 from memory_bank.store.columns import new_id  # noqa: E402
 from memory_bank.store.importer import Record, copy_id  # noqa: E402
 from memory_bank.store.search import query_terms  # noqa: E402
+from memory_bank.store.tokens import TokenStore  # noqa: E402
 
 LOCOMO = ROOT.parent / "shared" / "evals" / "locomo-dev"
 BATCH = 1000

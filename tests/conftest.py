@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from memory_bank.app import create_app
 from memory_bank.security.principal import Principal
-from memory_bank.security.tokens import TokenStore
 from memory_bank.settings import Settings, get_settings
 from memory_bank.store import MemoryStore, open_database
+from memory_bank.store.tokens import TokenStore
 
 READ_WRITE = ("memory:read", "memory:write")
 DEFAULT_AGENT = "agent-1"

@@ -8,10 +8,11 @@ from typer.testing import CliRunner
 
 from memory_bank.cli import app as cli
 from memory_bank.errors import ApiError, ErrorCode
-from memory_bank.security import audit
-from memory_bank.security.agents import NO_AGENT, AgentResolver, AgentStore
-from memory_bank.security.tokens import TokenStore
+from memory_bank.observability import audit
+from memory_bank.security.agents import NO_AGENT, AgentResolver
 from memory_bank.settings import Settings, get_settings
+from memory_bank.store.agents import AgentStore
+from memory_bank.store.tokens import TokenStore
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory_bank.security.agents import AgentStore
+from memory_bank.store.agents import AgentStore
 
 
 def test_an_agentless_token_cannot_write_without_naming_an_agent(make_client) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from memory_bank.security.tokens import TokenStore
 from memory_bank.store import open_database
+from memory_bank.store.tokens import TokenStore
 
 OPERATIONS = [
     ("GET", "/v1/memory", None),

@@ -14,12 +14,13 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from memory_bank.app import create_app
+from memory_bank.observability.audit import AuditEvent, AuditLog
 from memory_bank.observability.metrics import Metrics
-from memory_bank.security.audit import AuditEvent, AuditLog, TableSink
-from memory_bank.security.tokens import TokenStore
 from memory_bank.settings import Settings
-from memory_bank.store.tables import AuditEventRow
+from memory_bank.store.audit import TableSink
 from memory_bank.store.database import open_database
+from memory_bank.store.tables import AuditEventRow
+from memory_bank.store.tokens import TokenStore
 
 AUDITED = [
     "request_id", "org_id", "agent_id", "tool_name", "latency_ms", "success", "error_code", "requested_at", "user_id", "token_id",
@@ -108,7 +109,7 @@ def test_a_full_queue_drops_and_counts_and_the_rest_is_written(engine) -> None:
 def test_events_arriving_one_after_another_share_one_write(engine, monkeypatch) -> None:
     """The writer waits a moment after the first event of a batch, so a burst of requests
     costs one write transaction, not one each (a long wait here, so timing cannot decide)."""
-    monkeypatch.setattr("memory_bank.security.audit.BATCH_LINGER_SECONDS", 1.0)
+    monkeypatch.setattr("memory_bank.observability.audit.BATCH_LINGER_SECONDS", 1.0)
     table, batches = TableSink(engine), []
 
     class Counting:
@@ -127,7 +128,7 @@ def test_events_arriving_one_after_another_share_one_write(engine, monkeypatch) 
 
 
 def test_a_failing_sink_drops_the_batch_counts_it_and_keeps_draining(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr("memory_bank.security.audit.SINK_RETRY_SECONDS", 0.01)
+    monkeypatch.setattr("memory_bank.observability.audit.SINK_RETRY_SECONDS", 0.01)
     folder = tmp_path / "gone"
     folder.mkdir()
     engine = open_database(Settings(database_url=f"sqlite:///{folder / 'db.sqlite'}"))

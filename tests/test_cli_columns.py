@@ -16,9 +16,10 @@ from typer.testing import CliRunner, Result
 from memory_bank.cli import app
 from memory_bank.cli_search import CONTENT_PREVIEW, MIN_MEMORY_WIDTH
 from memory_bank.cli_support import owner
-from memory_bank.security.tokens import PERMISSIONS, TokenStore
+from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.settings import get_settings
 from memory_bank.store import MemoryStore, open_database
+from memory_bank.store.tokens import TokenStore
 
 COLUMNS = 80
 HYPOTHESIS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -16,10 +16,10 @@ from typer.testing import CliRunner, Result
 
 from memory_bank.cli import app
 from memory_bank.cli_support import owner
-from memory_bank.security.tokens import TokenStore
 from memory_bank.settings import get_settings
 from memory_bank.store import MemoryStore, embeddings, open_database
 from memory_bank.store.filters import MemoryFilter
+from memory_bank.store.tokens import TokenStore
 
 Run = Callable[..., Result]
 COMMANDS = [[], ["export"], ["import"], ["search"], ["token"], ["token", "list"], ["token", "revoke"], ["db", "embed"]]

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from memory_bank import cli_serve
-from memory_bank.security.tokens import TokenStore
 from memory_bank.settings import Settings
 from memory_bank.store import open_database
+from memory_bank.store.tokens import TokenStore
 
 MEMORY_BANK = str(Path(sys.executable).with_name("memory-bank"))
 

@@ -13,13 +13,13 @@ from typer.testing import CliRunner, Result
 
 from memory_bank.cli import app
 from memory_bank.security.principal import Principal
-from memory_bank.security.tokens import TokenStore
 from memory_bank.settings import Settings
 from memory_bank.store import open_database
 from memory_bank.store.columns import ID_FIRST_LETTERS, command_line_safe, new_id
 from memory_bank.store.database import transaction
 from memory_bank.store.importer import copy_id
 from memory_bank.store.tables import TokenRow
+from memory_bank.store.tokens import TokenStore
 
 #: The spec's ``MemoryId`` pattern.
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{21}$")

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
 from memory_bank.cli import app
-from memory_bank.security.tokens import TokenStore
 from memory_bank.settings import Profile, Settings, get_settings, start_refusals
 from memory_bank.store import open_database
+from memory_bank.store.tokens import TokenStore
 
 MEMORY_BANK = str(Path(sys.executable).with_name("memory-bank"))
 PROFILES = {p.value for p in Profile}

@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 
 from memory_bank.app import create_app
 from memory_bank.logs import ACCESS_LOGGER, JsonFormatter, ReadableFormatter, configure_logging
-from memory_bank.security.tokens import TokenStore
 from memory_bank.settings import Profile, Settings
+from memory_bank.store.tokens import TokenStore
 
 SECRET_WORDS = "the vault code is swordfish"
 

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from memory_bank.app import create_app
 from memory_bank.mcp.origins import LOOPBACK_NAMES, AllowedOrigins
-from memory_bank.security.tokens import TokenStore
 from memory_bank.settings import Profile, Settings
+from memory_bank.store.tokens import TokenStore
 from mcp_live import LiveServer, live_server
 
 PUBLIC = "https://memory.example.com"

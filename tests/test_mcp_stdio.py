@@ -13,9 +13,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from memory_bank.mcp.envelope import BATCH, NOT_A_MESSAGE, NOT_JSON
-from memory_bank.security.tokens import TokenStore
-from memory_bank.store.database import open_database
 from memory_bank.settings import Settings
+from memory_bank.store.database import open_database
+from memory_bank.store.tokens import TokenStore
 
 MEMORY_BANK = str(Path(sys.executable).with_name("memory-bank"))
 

@@ -27,8 +27,8 @@ from memory_bank.app import create_app
 from memory_bank.errors import ApiError, ErrorCode
 from memory_bank.observability.metrics import Metrics
 from memory_bank.security.rate_limit import LocalCounter, RateLimiter, RedisCounter, redis_client
-from memory_bank.security.tokens import TokenStore
 from memory_bank.settings import Profile, Settings
+from memory_bank.store.tokens import TokenStore
 
 MINUTE = 29_000_000  # an arbitrary epoch minute for the fake clock
 

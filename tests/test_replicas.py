@@ -29,8 +29,8 @@ import httpx
 import pytest
 import redis
 
-from memory_bank.security.tokens import TokenStore
 from memory_bank.store.database import make_engine
+from memory_bank.store.tokens import TokenStore
 
 pytestmark = [pytest.mark.mysql, pytest.mark.redis]
 

@@ -10,8 +10,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from memory_bank.app import create_app
-from memory_bank.security.tokens import TokenStore
 from memory_bank.settings import Settings
+from memory_bank.store.tokens import TokenStore
 
 WRITERS = 24
 WRITES_EACH = 5

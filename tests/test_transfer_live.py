@@ -15,11 +15,11 @@ import sqlalchemy as sa
 from transfer_support import live_app
 
 from memory_bank.handlers import transfer
-from memory_bank.security.tokens import TokenStore
 from memory_bank.settings import Settings
-from memory_bank.store.tables import AuditEventRow
 from memory_bank.store.database import make_engine
 from memory_bank.store.memories import MemoryStore
+from memory_bank.store.tables import AuditEventRow
+from memory_bank.store.tokens import TokenStore
 
 #: The spec's x-max-bytes on importMemories (test_api_transfer pins the route to the spec).
 IMPORT_MAX_BYTES = 33_554_432

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from memory_bank.generated.spec import SPEC
-from memory_bank.security.agents import AgentStore
+from memory_bank.store.agents import AgentStore
 from memory_bank.store.tables import FeedbackRow, MemoryRow
 
 #: From the spec, not the catalog: operations that are not MCP tools (import) are writes too.

@@ -30,13 +30,14 @@ from memory_bank.mcp.tools import Toolbox
 from memory_bank.middleware import RequestIdMiddleware, UnexpectedErrorMiddleware
 from memory_bank.observability.wiring import Operations
 from memory_bank.problems import install_problem_handlers
-from memory_bank.security.agents import AgentResolver, AgentStore
+from memory_bank.security.agents import AgentResolver
 from memory_bank.security.authorize import make_authorize
-from memory_bank.security.tokens import TokenStore
 from memory_bank.settings import Settings, get_settings
+from memory_bank.store.agents import AgentStore
 from memory_bank.store.database import open_database
 from memory_bank.store.embeddings import embedder_for
 from memory_bank.store.memories import MemoryStore
+from memory_bank.store.tokens import TokenStore
 
 
 class AppHandlers(MemoryHandlers, CapabilityHandlers):

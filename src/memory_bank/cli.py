@@ -21,7 +21,7 @@ from memory_bank.cli_serve import serve
 from memory_bank.cli_support import ID_ARGUMENT, database, settings
 from memory_bank.cli_tokens import token_list, token_revoke
 from memory_bank.cli_transfer import export_memories, import_memories
-from memory_bank.security.tokens import TokenStore
+from memory_bank.store.tokens import TokenStore
 
 app = typer.Typer(help="Memory Bank: durable, searchable memory for AI agents.", no_args_is_help=True)
 token_app = typer.Typer(help="Bearer tokens.", no_args_is_help=True)

@@ -19,8 +19,9 @@ import uvicorn
 from rich.markup import escape
 
 from memory_bank.cli_support import plain_errors, settings, stderr
-from memory_bank.security.tokens import PERMISSIONS, TokenStore
+from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.settings import Profile, Settings, start_refusals
+from memory_bank.store.tokens import TokenStore
 
 #: The identity ``serve`` mints a token for on a fresh development database.
 DEV_IDENTITY = {"org_id": "dev", "user_id": "dev", "agent_id": "dev-agent"}

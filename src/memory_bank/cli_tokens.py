@@ -8,16 +8,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-import sqlalchemy as sa
 import typer
 from rich.table import Table
-from sqlmodel import col
 
 from memory_bank.cli_support import database, fail, plain_errors, stderr, stdout
 from memory_bank.errors import ErrorCode
-from memory_bank.security.tokens import TokenStore
-from memory_bank.store.database import transaction
-from memory_bank.store.tables import TokenRow
+from memory_bank.store.tokens import TokenStore
 
 
 ID_WIDTH = 21
@@ -41,13 +37,8 @@ def token_list(
 
     Four columns that fit 80 characters: the id and each permission are never broken,
     the owner's three names share one column, one a line."""
-    statement = sa.select(TokenRow).order_by(col(TokenRow.created_at), col(TokenRow.pk))
-    if org is not None:
-        statement = statement.where(col(TokenRow.org_id) == org)
-    if not revoked:
-        statement = statement.where(col(TokenRow.revoked_at).is_(None))
-    with plain_errors(), transaction(database()) as session:
-        rows = list(session.scalars(statement))
+    with plain_errors():
+        rows = TokenStore(database()).listed(org, revoked=revoked)
     if not rows:
         stderr.print("No tokens." if revoked else "No live tokens (--revoked shows revoked ones).")
         return

@@ -44,7 +44,8 @@ from memory_bank.observability.metrics import MCP_OPERATION, name_operation
 from memory_bank.problems import STATUS_CODES, problem_response
 from memory_bank.runtime import read_capped
 from memory_bank.security.authorize import bearer_token
-from memory_bank.security.tokens import PERMISSIONS, TokenStore
+from memory_bank.security.tokens import PERMISSIONS
+from memory_bank.store.tokens import TokenStore
 
 MCP_PATH = "/mcp"
 RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource"

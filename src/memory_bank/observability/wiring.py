@@ -16,12 +16,13 @@ import redis
 from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 
+from memory_bank.observability.audit import AuditLog
 from memory_bank.observability.calls import CallObserver
 from memory_bank.observability.metrics import Metrics
 from memory_bank.observability.probes import Readiness
-from memory_bank.security.audit import AuditLog
 from memory_bank.security.rate_limit import RateLimiter, redis_client
 from memory_bank.settings import Settings
+from memory_bank.store.audit import TableSink
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class Operations:
         return cls(
             metrics=metrics,
             limiter=RateLimiter.from_settings(settings, client, metrics),
-            audit=AuditLog.from_settings(settings, engine, metrics),
+            audit=AuditLog.from_settings(settings, TableSink(engine), metrics),
             readiness=Readiness(engine, client),
             redis=client,
         )

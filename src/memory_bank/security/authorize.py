@@ -21,7 +21,7 @@ from memory_bank.errors import ApiError, ErrorCode
 from memory_bank.runtime import ANY_TOKEN, Authorize
 from memory_bank.security.principal import Principal
 from memory_bank.security.rate_limit import RateLimiter
-from memory_bank.security.tokens import TokenStore
+from memory_bank.store.tokens import TokenStore
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="memory-bank"'}
 

@@ -1,7 +1,8 @@
-"""Persistence: SQLModel tables, the ``MemoryStore`` repository and full-text search backends.
+"""Persistence: every table, the SQL repositories and full-text search backends.
 
-``open_database(settings)`` gives an engine with the schema in place; ``MemoryStore``
-and ``security.tokens.TokenStore`` are built on it.
+``open_database(settings)`` gives an engine with the schema in place; ``MemoryStore``,
+``store.tokens.TokenStore``, ``store.agents.AgentStore`` and the audit trail's
+``store.audit.TableSink`` are built on it.
 """
 
 from memory_bank.store.database import open_database

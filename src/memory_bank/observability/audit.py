@@ -1,11 +1,11 @@
 """Audit events: one per REST call and per MCP tool call, written off the request path.
 
 A request only puts a small ``AuditEvent`` on a bounded queue; a writer thread
-drains it in batches into the ``audit_event`` table (and, when configured, a JSON
-lines file). A full queue drops the event and counts it rather than slowing or
-failing the request: the audit trail must never become the outage. A thread, not
-an asyncio task, so that any caller (the event loop, a worker thread, the stdio MCP
-transport) can record, whatever loop it runs on. ``stop()`` drains what is queued,
+drains it in batches into the ``audit_event`` table (``store.audit``, the only SQL
+of the trail) and, when configured, a JSON lines file. A full queue drops the event
+and counts it rather than slowing or failing the request: the audit trail must never
+become the outage. A thread, not an asyncio task, so that any caller (the event loop,
+a worker thread, the stdio MCP transport) can record, whatever loop it runs on. ``stop()`` drains what is queued,
 so a clean shutdown loses nothing.
 
 Events carry ids, the operation, timing and outcome only: never content,
@@ -29,13 +29,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
-
 from memory_bank.observability.metrics import Metrics
 from memory_bank.settings import Settings
-from memory_bank.store.tables import AuditEventRow
-from memory_bank.store.database import transaction
 
 log = logging.getLogger(__name__)
 
@@ -72,17 +67,6 @@ class AuditSink(Protocol):
     def write(self, events: Sequence[AuditEvent]) -> None: ...
 
 
-class TableSink:
-    """One multi-row INSERT per batch into ``audit_event``."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-
-    def write(self, events: Sequence[AuditEvent]) -> None:
-        with transaction(self._engine, write=True) as session:
-            session.execute(sa.insert(AuditEventRow), [asdict(event) for event in events])
-
-
 class JsonlSink:
     """Appends one JSON object per line and fsyncs per batch, for log shippers."""
 
@@ -110,8 +94,9 @@ class AuditLog:
         metrics.watch_audit_queue(self._queue.qsize)
 
     @classmethod
-    def from_settings(cls, settings: Settings, engine: Engine, metrics: Metrics) -> AuditLog:
-        sinks: list[AuditSink] = [TableSink(engine)]
+    def from_settings(cls, settings: Settings, table: AuditSink, metrics: Metrics) -> AuditLog:
+        """Events go to ``table`` (``store.audit.TableSink``) and, when configured, a JSON lines file."""
+        sinks: list[AuditSink] = [table]
         if settings.audit_jsonl_path is not None:
             sinks.append(JsonlSink(settings.audit_jsonl_path))
         return cls(sinks, metrics, queue_size=settings.audit_queue_size, batch_size=settings.audit_batch_size)
