@@ -15,7 +15,7 @@ from extras import semantic_extra
 from typer.testing import CliRunner, Result
 
 from memory_bank.cli import app
-from memory_bank.cli_support import owner
+from memory_bank.cli.console import owner
 from memory_bank.settings import get_settings
 from memory_bank.store import MemoryStore, embeddings, open_database
 from memory_bank.store.filters import MemoryFilter

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_bank import cli_serve
+from memory_bank.cli import serve as cli_serve
 from memory_bank.settings import Settings
 from memory_bank.store import open_database
 from memory_bank.store.tokens import TokenStore

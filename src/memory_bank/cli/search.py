@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from memory_bank.cli_support import Org, User, fail, memory_store, owner, plain_errors, stderr, stdout
+from memory_bank.cli.console import Org, User, fail, memory_store, owner, plain_errors, stderr, stdout
 from memory_bank.errors import ErrorCode
 from memory_bank.store.filters import MemoryFilter
 from memory_bank.store.tables import MemoryRow

@@ -18,7 +18,7 @@ import typer
 import uvicorn
 from rich.markup import escape
 
-from memory_bank.cli_support import plain_errors, settings, stderr
+from memory_bank.cli.console import plain_errors, settings, stderr
 from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.settings import Profile, Settings, start_refusals
 from memory_bank.store.tokens import TokenStore

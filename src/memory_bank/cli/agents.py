@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from memory_bank.cli_support import ID_ARGUMENT, database
+from memory_bank.cli.console import ID_ARGUMENT, database
 from memory_bank.store.agents import AgentStore
 
 agent_app = typer.Typer(help="Agents: who writes on a user's behalf.", no_args_is_help=True)

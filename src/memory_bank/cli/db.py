@@ -14,7 +14,7 @@ from __future__ import annotations
 import typer
 from rich.console import Console
 
-from memory_bank.cli_support import database, plain_errors, progress, settings
+from memory_bank.cli.console import database, plain_errors, progress, settings
 from memory_bank.store.database import create_schema, make_engine
 from memory_bank.store.embeddings import required_embedder
 from memory_bank.store.indexing import backfill_embeddings, missing_embeddings

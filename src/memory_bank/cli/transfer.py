@@ -18,7 +18,7 @@ from typing import Annotated, TextIO
 import sqlalchemy as sa
 import typer
 
-from memory_bank.cli_support import Org, User, database, fail, memory_store, owner, plain_errors, progress, stdout
+from memory_bank.cli.console import Org, User, database, fail, memory_store, owner, plain_errors, progress, stdout
 from memory_bank.errors import ErrorCode
 from memory_bank.handlers.transfer import agent_ids, attribute, export_lines, parse_records
 from memory_bank.security.principal import Principal

@@ -1,6 +1,6 @@
-"""``memory-bank token list`` and ``token revoke``: see which tokens exist and stop one.
+"""``memory-bank token create``, ``list`` and ``revoke``: mint a token, see which exist, stop one.
 
-Only ids and metadata are shown; the plaintext is never stored, so it cannot be listed.
+Only ids and metadata are listed; the plaintext is never stored, so it cannot be.
 """
 
 from __future__ import annotations
@@ -9,12 +9,17 @@ from datetime import datetime
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from memory_bank.cli_support import database, fail, plain_errors, stderr, stdout
+from memory_bank.cli.console import ID_ARGUMENT, database, fail, plain_errors, stderr, stdout
 from memory_bank.errors import ErrorCode
 from memory_bank.store.tokens import TokenStore
 
+token_app = typer.Typer(help="Bearer tokens.", no_args_is_help=True)
+
+_stderr = Console(stderr=True, soft_wrap=True)
 
 ID_WIDTH = 21
 #: A day, YYYY-MM-DD: the widest line of the created/revoked column.
@@ -29,6 +34,7 @@ def _when(created: datetime, revoked: datetime | None) -> str:
     return "\n".join(lines)
 
 
+@token_app.command("list")
 def token_list(
     org: Annotated[str | None, typer.Option(help="Only this organisation's tokens.")] = None,
     revoked: Annotated[bool, typer.Option("--revoked", help="Also show revoked tokens.")] = False,
@@ -53,6 +59,7 @@ def token_list(
     stdout.print(table)
 
 
+@token_app.command("revoke", context_settings=ID_ARGUMENT)
 def token_revoke(token_id: Annotated[str, typer.Argument(metavar="ID", help="The token's id, from `token list`.")]) -> None:
     """Stop a token from authenticating, at once and for good."""
     with plain_errors():
@@ -60,3 +67,21 @@ def token_revoke(token_id: Annotated[str, typer.Argument(metavar="ID", help="The
     if not revoked:
         raise fail(ErrorCode.not_found, f"no live token has the id {token_id}")
     stderr.print(f"Revoked {token_id}.")
+
+
+@token_app.command("create")
+def token_create(
+    org: Annotated[str, typer.Option(help="Organisation the token acts in.")],
+    user: Annotated[str, typer.Option(help="User the token acts as.")],
+    permissions: Annotated[str, typer.Option(help="Comma-separated, e.g. memory:read,memory:write.")],
+    agent: Annotated[str | None, typer.Option(help="Agent the token acts as, if any.")] = None,
+) -> None:
+    """Mint a bearer token and print it alone on stdout (it is shown only once)."""
+    granted = [p.strip() for p in permissions.split(",") if p.strip()]
+    try:
+        plaintext, _ = TokenStore(database()).create(org, user, agent, granted)
+    except ValueError as exc:
+        _stderr.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(2) from None
+    typer.echo(plaintext)
+    _stderr.print("Store it now: only its sha256 is kept. Send it as 'Authorization: Bearer <token>'.", style="dim")

@@ -1,0 +1,23 @@
+"""``memory-bank mcp``: MCP over stdio, for a local client that starts the server itself."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+
+from memory_bank.cli.console import settings
+
+_stderr = Console(stderr=True, soft_wrap=True)
+
+
+def mcp() -> None:
+    """Serve MCP over stdio as MEMORY_BANK_TOKEN (needs MEMORY_BANK_MCP_ALLOW_STDIO=true; never in production)."""
+    import anyio
+
+    from memory_bank.mcp.stdio import StdioRefused, serve_stdio
+
+    try:
+        anyio.run(serve_stdio, settings())
+    except StdioRefused as exc:
+        _stderr.print(f"[red]memory-bank mcp: {exc}[/]")
+        raise typer.Exit(2) from None
