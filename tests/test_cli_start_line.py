@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from sqlalchemy.engine import URL, make_url
 
 from memory_bank.app import create_app
-from memory_bank.logs import START_LOGGER, describe_database, describe_limiter
+from memory_bank.observability.logging import START_LOGGER, describe_database, describe_limiter
 from memory_bank.settings import Profile, Settings
 
 SECRET = st.text(st.characters(blacklist_categories=["Cs", "Cc"]), min_size=8, max_size=40)

@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from memory_bank.app import create_app
-from memory_bank.logs import ACCESS_LOGGER, JsonFormatter, ReadableFormatter, configure_logging
+from memory_bank.observability.logging import ACCESS_LOGGER, JsonFormatter, ReadableFormatter, configure_logging
 from memory_bank.settings import Profile, Settings
 from memory_bank.store.tokens import TokenStore
 

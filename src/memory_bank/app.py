@@ -24,10 +24,10 @@ from memory_bank.generated.routes import build_router
 from memory_bank.generated.spec import SPEC
 from memory_bank.handlers import MemoryHandlers
 from memory_bank.handlers.capabilities import CapabilityHandlers
-from memory_bank.logs import AccessLog, configure_logging, log_start
 from memory_bank.mcp.http import McpHttp
 from memory_bank.mcp.tools import Toolbox
 from memory_bank.middleware import RequestIdMiddleware, UnexpectedErrorMiddleware
+from memory_bank.observability.logging import AccessLog, configure_logging, log_start
 from memory_bank.observability.wiring import Operations
 from memory_bank.problems import install_problem_handlers
 from memory_bank.security.agents import AgentResolver

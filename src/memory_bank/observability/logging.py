@@ -8,11 +8,15 @@ audit event), so a log line, an audit event and a client's bug report join on it
 ``AccessLog`` writes one line per request: method, route (``/v1/memory/{memory_id}``),
 status, latency, request id and, once the bearer token was resolved, the org. Never
 the concrete path, query string, headers or bodies: they carry keypaths, tokens and
-memory content. Exceptions are logged by type, code
-and frames only (``observability.redaction``), for the same reason.
+memory content. Exceptions are logged by type, code and frames only
+(``observability.redaction``), for the same reason.
 
 ``log_start`` writes the line every start begins with: what the process runs on, so an
 operator sees at once a replica on the wrong database or without the shared limiter.
+
+It sits with metrics, probes and the audit queue: what an operator reads about a
+running service. The name repeats the standard library's; imports here are absolute,
+so ``import logging`` in this package is always the standard one.
 """
 
 from __future__ import annotations
