@@ -9,15 +9,12 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
-from memory_bank.cli.console import ID_ARGUMENT, database
+from memory_bank.cli.console import ID_ARGUMENT, database, highlighted_stderr
 from memory_bank.store.agents import AgentStore
 
 agent_app = typer.Typer(help="Agents: who writes on a user's behalf.", no_args_is_help=True)
-
-_stderr = Console(stderr=True, soft_wrap=True)
 
 
 def _agents() -> AgentStore:
@@ -33,10 +30,10 @@ def agent_create(
     try:
         row = _agents().create(org, name)
     except ValueError as exc:
-        _stderr.print(f"[red]{escape(str(exc))}[/]")
+        highlighted_stderr.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(2) from None
     typer.echo(row.id)
-    _stderr.print("Writes name it with agent_id, or bind a token to it: token create --agent <id>.", style="dim")
+    highlighted_stderr.print("Writes name it with agent_id, or bind a token to it: token create --agent <id>.", style="dim")
 
 
 @agent_app.command("deactivate", context_settings=ID_ARGUMENT)
@@ -47,13 +44,13 @@ def agent_deactivate(
     """Refuse every further write by this agent (its memories stay)."""
     matched = _agents().deactivate(agent_id, org)
     if not matched:
-        _stderr.print(f"[red]no agent {agent_id!r}{f' in org {org!r}' if org else ''}[/]")
+        highlighted_stderr.print(f"[red]no agent {agent_id!r}{f' in org {org!r}' if org else ''}[/]")
         raise typer.Exit(1)
     if len(matched) > 1:
         orgs = ", ".join(sorted(row.org_id for row in matched))
-        _stderr.print(f"[red]agent {agent_id!r} exists in several orgs ({orgs}); pass --org[/]")
+        highlighted_stderr.print(f"[red]agent {agent_id!r} exists in several orgs ({orgs}); pass --org[/]")
         raise typer.Exit(2)
-    _stderr.print(f"agent {agent_id!r} in org {matched[0].org_id!r} is deactivated")
+    highlighted_stderr.print(f"agent {agent_id!r} in org {matched[0].org_id!r} is deactivated")
 
 
 @agent_app.command("list")

@@ -33,6 +33,9 @@ from memory_bank.store.memories import MemoryStore
 
 stderr = Console(stderr=True, soft_wrap=True, highlight=False)
 stdout = Console(soft_wrap=True, highlight=False)
+#: The token, agent, db and mcp commands' stderr: rich's highlighting on, as they have
+#: always printed (numbers and quoted names coloured on a terminal).
+highlighted_stderr = Console(stderr=True, soft_wrap=True)
 
 Org = Annotated[str, typer.Option(help="Organisation whose memories these are.")]
 User = Annotated[str, typer.Option(help="User whose memories these are.")]

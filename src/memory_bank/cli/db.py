@@ -12,16 +12,13 @@ too; the count filled goes alone to stdout. Safe to interrupt and to rerun.
 from __future__ import annotations
 
 import typer
-from rich.console import Console
 
-from memory_bank.cli.console import database, plain_errors, progress, settings
+from memory_bank.cli.console import database, highlighted_stderr, plain_errors, progress, settings
 from memory_bank.store.database import create_schema, make_engine
 from memory_bank.store.embeddings import required_embedder
 from memory_bank.store.indexing import backfill_embeddings, missing_embeddings
 
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
-
-_stderr = Console(stderr=True, soft_wrap=True)
 
 
 @db_app.command()
@@ -33,7 +30,7 @@ def upgrade() -> None:
     finally:
         engine.dispose()
     typer.echo(after)
-    _stderr.print("up to date" if before == after else f"upgraded from {before or 'an empty database'}", style="dim")
+    highlighted_stderr.print("up to date" if before == after else f"upgraded from {before or 'an empty database'}", style="dim")
 
 
 @db_app.command()

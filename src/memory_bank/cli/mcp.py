@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import typer
-from rich.console import Console
 
-from memory_bank.cli.console import settings
-
-_stderr = Console(stderr=True, soft_wrap=True)
+from memory_bank.cli.console import highlighted_stderr, settings
 
 
 def mcp() -> None:
@@ -19,5 +16,5 @@ def mcp() -> None:
     try:
         anyio.run(serve_stdio, settings())
     except StdioRefused as exc:
-        _stderr.print(f"[red]memory-bank mcp: {exc}[/]")
+        highlighted_stderr.print(f"[red]memory-bank mcp: {exc}[/]")
         raise typer.Exit(2) from None

@@ -9,17 +9,14 @@ from datetime import datetime
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from memory_bank.cli.console import ID_ARGUMENT, database, fail, plain_errors, stderr, stdout
+from memory_bank.cli.console import ID_ARGUMENT, database, fail, highlighted_stderr, plain_errors, stderr, stdout
 from memory_bank.errors import ErrorCode
 from memory_bank.store.tokens import TokenStore
 
 token_app = typer.Typer(help="Bearer tokens.", no_args_is_help=True)
-
-_stderr = Console(stderr=True, soft_wrap=True)
 
 ID_WIDTH = 21
 #: A day, YYYY-MM-DD: the widest line of the created/revoked column.
@@ -81,7 +78,7 @@ def token_create(
     try:
         plaintext, _ = TokenStore(database()).create(org, user, agent, granted)
     except ValueError as exc:
-        _stderr.print(f"[red]{escape(str(exc))}[/]")
+        highlighted_stderr.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(2) from None
     typer.echo(plaintext)
-    _stderr.print("Store it now: only its sha256 is kept. Send it as 'Authorization: Bearer <token>'.", style="dim")
+    highlighted_stderr.print("Store it now: only its sha256 is kept. Send it as 'Authorization: Bearer <token>'.", style="dim")
