@@ -16,9 +16,12 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse, RedirectResponse
 
 from memory_bank import __version__
+from memory_bank.api.auth import make_authorize
+from memory_bank.api.docs import install_docs
+from memory_bank.api.middleware import RequestIdMiddleware, UnexpectedErrorMiddleware
+from memory_bank.api.problems import install_problem_handlers
 from memory_bank.capabilities.execute import Executor
 from memory_bank.capabilities.registry import CapabilityRegistry
-from memory_bank.docs import install_docs
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.generated.routes import build_router
 from memory_bank.generated.spec import SPEC
@@ -27,11 +30,8 @@ from memory_bank.handlers.capabilities import CapabilityHandlers
 from memory_bank.logs import AccessLog, configure_logging, log_start
 from memory_bank.mcp.http import McpHttp
 from memory_bank.mcp.tools import Toolbox
-from memory_bank.middleware import RequestIdMiddleware, UnexpectedErrorMiddleware
 from memory_bank.observability.wiring import Operations
-from memory_bank.problems import install_problem_handlers
 from memory_bank.security.agents import AgentResolver, AgentStore
-from memory_bank.security.authorize import make_authorize
 from memory_bank.security.tokens import TokenStore
 from memory_bank.settings import Settings, get_settings
 from memory_bank.store.database import open_database

@@ -25,12 +25,12 @@ import httpx
 from jsonschema import Draft202012Validator, ValidationError
 from starlette.types import ASGIApp
 
+from memory_bank.api.problems import STATUS_CODES, json_pointer, validation_error
 from memory_bank.capabilities.argument_hints import object_example, where_it_belongs
 from memory_bank.capabilities.registry import CapabilityRegistry
 from memory_bank.errors import ApiError, ErrorCode, FieldError
 from memory_bank.generated.spec import SPEC
-from memory_bank.problems import STATUS_CODES, json_pointer, validation_error
-from memory_bank.runtime import Principal
+from memory_bank.security.principal import Principal
 
 __all__ = [
     "Call",

@@ -17,11 +17,12 @@ from typing import ParamSpec, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
+from memory_bank.api.bodies import Reply, TextStream
 from memory_bank.generated import models
 from memory_bank.handlers.convert import to_memory, to_model, to_search_hit
 from memory_bank.handlers.transfer import export_lines, import_body
-from memory_bank.runtime import Principal, Reply, TextStream
 from memory_bank.security.agents import AgentResolver
+from memory_bank.security.principal import Principal
 from memory_bank.store.filters import MemoryFilter
 from memory_bank.store.memories import MemoryStore
 from memory_bank.store.tables import MemoryRow

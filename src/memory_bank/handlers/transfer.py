@@ -20,10 +20,10 @@ from datetime import UTC, datetime
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from memory_bank.api.problems import field_errors
 from memory_bank.errors import ApiError, ErrorCode, FieldError
 from memory_bank.generated import models
 from memory_bank.handlers.convert import to_memory
-from memory_bank.problems import field_errors
 from memory_bank.security.agents import AgentResolver
 from memory_bank.security.principal import Principal
 from memory_bank.store.importer import Record, invalid_lines, line_error

@@ -34,6 +34,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
+from memory_bank.api.auth import bearer_token
+from memory_bank.api.bodies import read_capped
+from memory_bank.api.problems import STATUS_CODES, problem_response
 from memory_bank.capabilities.execute import Caller
 from memory_bank.errors import ApiError, ErrorCode
 from memory_bank.mcp.envelope import EnvelopeError, check_envelope
@@ -41,9 +44,6 @@ from memory_bank.mcp.origins import AllowedOrigins
 from memory_bank.mcp.server import build_server
 from memory_bank.mcp.tools import Toolbox
 from memory_bank.observability.metrics import MCP_OPERATION, name_operation
-from memory_bank.problems import STATUS_CODES, problem_response
-from memory_bank.runtime import read_capped
-from memory_bank.security.authorize import bearer_token
 from memory_bank.security.tokens import PERMISSIONS, TokenStore
 
 MCP_PATH = "/mcp"

@@ -15,9 +15,9 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memory_bank.api.problems import PROBLEM_JSON, STATUS_CODES
 from memory_bank.errors import ErrorCode
 from memory_bank.observability.metrics import OPERATION_STATE_KEY, Metrics
-from memory_bank.problems import PROBLEM_JSON, STATUS_CODES
 from memory_bank.security.audit import AuditEvent, AuditLog, attributing
 from memory_bank.security.principal import Principal
 from memory_bank.store.columns import utcnow

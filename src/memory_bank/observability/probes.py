@@ -16,8 +16,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from memory_bank.api.problems import PROBLEM_JSON
 from memory_bank.errors import ApiError, ErrorCode
-from memory_bank.problems import PROBLEM_JSON
 
 log = logging.getLogger(__name__)
 

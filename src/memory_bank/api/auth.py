@@ -18,10 +18,18 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from memory_bank.errors import ApiError, ErrorCode
-from memory_bank.runtime import ANY_TOKEN, Authorize
 from memory_bank.security.principal import Principal
 from memory_bank.security.rate_limit import RateLimiter
 from memory_bank.security.tokens import TokenStore
+
+#: The ``x-capability.permission`` of operations any valid token may call, whatever its
+#: permissions: asking what one may call must work for every token, or a write-only
+#: token could discover nothing.
+ANY_TOKEN = "token:any"
+
+#: ``authorize(permission)`` returns a FastAPI dependency that authenticates the
+#: request, checks ``permission`` and the rate limit, and yields the principal.
+Authorize = Callable[[str], Callable[..., Awaitable[Principal]]]
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="memory-bank"'}
 

@@ -9,8 +9,8 @@ import secrets
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memory_bank.api.problems import problem_response
 from memory_bank.errors import ApiError, ErrorCode
-from memory_bank.problems import problem_response
 
 log = logging.getLogger(__name__)
 
