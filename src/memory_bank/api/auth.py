@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
-from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.errors import PermissionDenied, Unauthorized
 from memory_bank.security.principal import Principal
 from memory_bank.security.rate_limit import RateLimiter
 from memory_bank.security.tokens import TokenStore
@@ -31,9 +31,6 @@ ANY_TOKEN = "token:any"
 #: request, checks ``permission`` and the rate limit, and yields the principal.
 Authorize = Callable[[str], Callable[..., Awaitable[Principal]]]
 
-_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="memory-bank"'}
-
-
 def bearer_token(request: Request) -> str | None:
     """The token of an ``Authorization: Bearer <token>`` header; the scheme is case-insensitive."""
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
@@ -45,10 +42,10 @@ def make_authorize(tokens: TokenStore, limiter: RateLimiter) -> Authorize:
     async def authenticate(request: Request) -> Principal:
         token = bearer_token(request)
         if token is None:
-            raise ApiError(ErrorCode.unauthorized, "send Authorization: Bearer <token>", headers=_CHALLENGE)
+            raise Unauthorized("send Authorization: Bearer <token>")
         principal = await run_in_threadpool(tokens.verify, token)
         if principal is None:
-            raise ApiError(ErrorCode.unauthorized, "the bearer token is not valid", headers=_CHALLENGE)
+            raise Unauthorized("the bearer token is not valid")
         return principal
 
     def authorize(permission: str) -> Callable[[Request], Awaitable[Principal]]:
@@ -56,7 +53,7 @@ def make_authorize(tokens: TokenStore, limiter: RateLimiter) -> Authorize:
             principal = await authenticate(request)
             request.state.principal = principal
             if permission != ANY_TOKEN and not principal.allows(permission):
-                raise ApiError(ErrorCode.permission_denied, f"this token lacks the {permission} permission")
+                raise PermissionDenied(f"this token lacks the {permission} permission")
             await limiter.admit(principal.org_id)
             return principal
 

@@ -20,7 +20,7 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from memory_bank.api.problems import field_errors, validation_error
-from memory_bank.errors import ApiError, ErrorCode, FieldError
+from memory_bank.errors import DomainError, FieldError, InvalidInput, PayloadTooLarge
 
 #: Covariant: a ``Reply[Memory]`` is a ``Reply[object]``, which is all ``render_reply`` reads.
 T_co = TypeVar("T_co", covariant=True)
@@ -75,8 +75,7 @@ def _decode(body: bytes) -> str:
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ApiError(
-            ErrorCode.invalid_params,
+        raise InvalidInput(
             "the request body is not UTF-8 text",
             [FieldError("/body", "encoding", f"byte {exc.start} is not valid UTF-8")],
         ) from None
@@ -102,7 +101,7 @@ async def read_json_body(request: Request, shape: type[BodyT], *, max_bytes: int
 
 
 async def read_capped(
-    request: Request, max_bytes: int | None, too_large: Callable[[], ApiError] | None = None
+    request: Request, max_bytes: int | None, too_large: Callable[[], DomainError] | None = None
 ) -> bytes:
     """The whole body, refused with 413 unread when Content-Length says it is over ``max_bytes``.
 
@@ -124,5 +123,5 @@ async def read_capped(
     return b"".join(chunks)
 
 
-def _too_many_bytes(max_bytes: int | None) -> ApiError:
-    return ApiError(ErrorCode.payload_too_large, f"the request body is at most {max_bytes} bytes")
+def _too_many_bytes(max_bytes: int | None) -> PayloadTooLarge:
+    return PayloadTooLarge(f"the request body is at most {max_bytes} bytes")

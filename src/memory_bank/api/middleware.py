@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memory_bank.api.problems import problem_response
-from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.errors import BackendError
 
 log = logging.getLogger(__name__)
 
@@ -76,5 +76,5 @@ class UnexpectedErrorMiddleware:
                 raise
             request = Request(scope)
             log.exception("unexpected failure serving %s %s", request.method, request.url.path)
-            response = problem_response(request, ApiError(ErrorCode.backend_error, "unexpected server error"))
+            response = problem_response(request, BackendError("unexpected server error"))
             await response(scope, receive, send)

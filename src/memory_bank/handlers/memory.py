@@ -18,6 +18,7 @@ from typing import ParamSpec, TypeVar
 from starlette.concurrency import run_in_threadpool
 
 from memory_bank.api.bodies import Reply, TextStream
+from memory_bank.api.problems import fields_from
 from memory_bank.generated import models
 from memory_bank.handlers.convert import to_memory, to_model, to_search_hit
 from memory_bank.handlers.transfer import export_lines, import_body
@@ -70,7 +71,8 @@ class MemoryHandlers:
         include_superseded: bool = False,
     ) -> Reply[models.MemoryPage]:
         where = _filter(tags, category, project_id, keypath_prefix, include_superseded)
-        rows, next_cursor = await _off_loop(self._store.page, principal, where, limit, cursor)
+        with fields_from("query"):
+            rows, next_cursor = await _off_loop(self._store.page, principal, where, limit, cursor)
         return Reply(models.MemoryPage(items=[to_memory(r) for r in rows], next_cursor=next_cursor))
 
     async def get_memory_search(

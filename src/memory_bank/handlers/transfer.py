@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from memory_bank.api.problems import field_errors
-from memory_bank.errors import ApiError, ErrorCode, FieldError
+from memory_bank.api.problems import field_errors, fields_from
+from memory_bank.errors import FieldError, InvalidInput, PayloadTooLarge
 from memory_bank.generated import models
 from memory_bank.handlers.convert import to_memory
 from memory_bank.security.agents import AgentResolver
@@ -105,7 +105,7 @@ def _blank(line: str) -> bool:
 def parse_records(body: str, max_lines: int | None = None) -> list[Record]:
     """Every non-blank line as a record; 413 over ``max_lines`` (requests: ``MAX_IMPORT_LINES``), 422 naming each bad line or an empty body."""
     if max_lines is not None and body.count("\n") - body.endswith("\n") >= max_lines:
-        raise ApiError(ErrorCode.payload_too_large, f"an import is at most {max_lines} lines")
+        raise PayloadTooLarge(f"an import is at most {max_lines} lines")
     records: list[Record] = []
     errors: list[FieldError] = []
     for number, line in enumerate(body.split("\n"), start=1):
@@ -120,10 +120,9 @@ def parse_records(body: str, max_lines: int | None = None) -> list[Record]:
     if errors:
         raise invalid_lines(errors)
     if not records:
-        raise ApiError(
-            ErrorCode.invalid_params,
+        raise InvalidInput(
             "the import has no records",
-            [FieldError("/body", "minLength", "send at least one line written by exportMemories")],
+            [FieldError("", "minLength", "send at least one line written by exportMemories")],
         )
     return records
 
@@ -146,7 +145,15 @@ def agent_ids(records: Iterable[Record]) -> set[str]:
 async def import_body(
     store: MemoryStore, agents: AgentResolver, principal: Principal, body: str
 ) -> models.ImportResult:
-    """An import request: an active agent of the org writes it; every step linear in the body runs off the event loop."""
+    """An import request: an active agent of the org writes it; every step linear in the body runs off the event loop.
+
+    The lines the format and the store name (``line 3``) are lines of the request body.
+    """
+    with fields_from("body"):
+        return await _import(store, agents, principal, body)
+
+
+async def _import(store: MemoryStore, agents: AgentResolver, principal: Principal, body: str) -> models.ImportResult:
     agent = await agents.resolve_agent(principal, None)
     records = await run_in_threadpool(parse_records, body, MAX_IMPORT_LINES)
     registered = await agents.registered(principal.org_id, await run_in_threadpool(agent_ids, records))

@@ -15,7 +15,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memory_bank.api.problems import PROBLEM_JSON, STATUS_CODES
+from memory_bank.api.problems import CODE_BY_STATUS, PROBLEM_JSON
 from memory_bank.errors import ErrorCode
 from memory_bank.observability.metrics import OPERATION_STATE_KEY, Metrics
 from memory_bank.security.audit import AuditEvent, AuditLog, attributing
@@ -60,7 +60,7 @@ class _Response:
         except (ValueError, AttributeError):
             code = None
         fallback = ErrorCode.backend_error if self.status >= 500 else ErrorCode.invalid_params
-        return str(code) if code else STATUS_CODES.get(self.status, fallback).value
+        return str(code) if code else CODE_BY_STATUS.get(self.status, fallback).value
 
 
 class CallObserver:

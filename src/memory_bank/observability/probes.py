@@ -16,8 +16,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from memory_bank.api.problems import PROBLEM_JSON
-from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.api.problems import PROBLEM_JSON, problem_document, status_of
+from memory_bank.errors import BackendUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,6 @@ class Readiness:
         down = [name for name, ok in checks.items() if not ok]
         if not down:
             return JSONResponse({"status": "ready", "checks": status})
-        error = ApiError(ErrorCode.backend_unavailable, f"not ready: {', '.join(down)} unreachable")
-        body = error.problem(request_id=getattr(request.state, "request_id", None), instance=request.url.path)
-        return JSONResponse(body | {"checks": status}, status_code=error.status, media_type=PROBLEM_JSON)
+        error = BackendUnavailable(f"not ready: {', '.join(down)} unreachable")
+        body = problem_document(error, request_id=getattr(request.state, "request_id", None), instance=request.url.path)
+        return JSONResponse(body | {"checks": status}, status_code=status_of(error), media_type=PROBLEM_JSON)
