@@ -10,8 +10,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from memory_bank.api.problems import json_pointer, validation_error
+from memory_bank.api.problems import validation_error
 from memory_bank.capabilities.execute import decode_groups, is_wrapped, schema_failures
+from memory_bank.errors import json_pointer
 from memory_bank.generated.catalog import CAPABILITIES
 
 CATALOG = {c["name"]: c for c in CAPABILITIES}

@@ -24,10 +24,10 @@ from sqlmodel import Session, col
 from transfer_support import chains, exported
 
 from memory_bank.errors import DomainError, ErrorCode
-from memory_bank.handlers.transfer import parse_records
 from memory_bank.security.principal import Principal
 from memory_bank.store.memories import MemoryStore
 from memory_bank.store.tables import MemoryRow
+from memory_bank.transfer import parse_records
 
 SLOW = settings(
     max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]

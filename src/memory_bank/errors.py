@@ -4,6 +4,8 @@ Handlers, the store and security raise a ``DomainError`` subclass. Its ``code``
 (DESIGN §6) is the stable contract every door answers with; ``detail`` is for
 humans. The HTTP edge (``api.problems``) gives each code its status and problem
 document, the MCP layer an ``isError`` tool result, the CLI a line on stderr.
+A pydantic failure becomes the same ``FieldError`` list wherever it happens
+(``field_errors``), so every door names a bad field in one vocabulary.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import ClassVar
+from typing import Any, ClassVar
 
 
 class ErrorCode(StrEnum):
@@ -41,6 +43,40 @@ class FieldError:
     field: str
     rule: str
     message: str
+
+
+#: pydantic error type -> the JSON Schema keyword a client can look up in the spec.
+RULE_BY_ERROR_TYPE: dict[str, str] = {
+    "missing": "required",
+    "extra_forbidden": "additionalProperties",
+    "string_too_short": "minLength",
+    "string_too_long": "maxLength",
+    "too_short": "minItems",
+    "too_long": "maxItems",
+    "string_pattern_mismatch": "pattern",
+    "greater_than_equal": "minimum",
+    "greater_than": "exclusiveMinimum",
+    "less_than_equal": "maximum",
+    "less_than": "exclusiveMaximum",
+    "literal_error": "enum",
+    "enum": "enum",
+    "json_invalid": "json",
+    "value_error": "value",
+}
+
+def json_pointer(location: Sequence[Any]) -> str:
+    """``("body", "tags", 3)`` -> ``/body/tags/3`` (RFC 6901 escaping)."""
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in location)
+
+
+def field_errors(errors: Sequence[dict[str, Any]]) -> list[FieldError]:
+    """pydantic's error list as pointers, rules and messages a caller can act on."""
+    found = []
+    for error in errors:
+        kind = str(error.get("type", "value_error"))
+        rule = RULE_BY_ERROR_TYPE.get(kind, "type" if kind.endswith(("_type", "_parsing")) else kind)
+        found.append(FieldError(json_pointer(error.get("loc", ())), rule, str(error.get("msg", kind))))
+    return found
 
 
 class DomainError(Exception):

@@ -19,8 +19,8 @@ from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from memory_bank.api.problems import field_errors, validation_error
-from memory_bank.errors import DomainError, FieldError, InvalidInput, PayloadTooLarge
+from memory_bank.api.problems import validation_error
+from memory_bank.errors import DomainError, FieldError, InvalidInput, PayloadTooLarge, field_errors
 
 #: Covariant: a ``Reply[Memory]`` is a ``Reply[object]``, which is all ``render_reply`` reads.
 T_co = TypeVar("T_co", covariant=True)

@@ -11,7 +11,7 @@ failing field. Exceptions no handler here expects become the 500 document in
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -31,30 +31,13 @@ from memory_bank.errors import (
     FieldError,
     InvalidInput,
     PayloadTooLarge,
+    field_errors,
+    json_pointer,
 )
 
 log = logging.getLogger(__name__)
 
 PROBLEM_JSON = "application/problem+json"
-
-#: pydantic error type -> the JSON Schema keyword a client can look up in the spec.
-RULE_BY_ERROR_TYPE: dict[str, str] = {
-    "missing": "required",
-    "extra_forbidden": "additionalProperties",
-    "string_too_short": "minLength",
-    "string_too_long": "maxLength",
-    "too_short": "minItems",
-    "too_long": "maxItems",
-    "string_pattern_mismatch": "pattern",
-    "greater_than_equal": "minimum",
-    "greater_than": "exclusiveMinimum",
-    "less_than_equal": "maximum",
-    "less_than": "exclusiveMaximum",
-    "literal_error": "enum",
-    "enum": "enum",
-    "json_invalid": "json",
-    "value_error": "value",
-}
 
 #: The methods an ``Allow`` header may name, in the order it names them.
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
@@ -151,21 +134,6 @@ def headers_of(error: DomainError) -> dict[str, str]:
     if error.retry_after is not None:
         headers["Retry-After"] = str(error.retry_after)
     return headers
-
-
-def json_pointer(location: Sequence[Any]) -> str:
-    """``("body", "tags", 3)`` -> ``/body/tags/3`` (RFC 6901 escaping)."""
-    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in location)
-
-
-def field_errors(errors: Sequence[dict[str, Any]]) -> list[FieldError]:
-    """pydantic's error list as pointers, rules and messages a caller can act on."""
-    found = []
-    for error in errors:
-        kind = str(error.get("type", "value_error"))
-        rule = RULE_BY_ERROR_TYPE.get(kind, "type" if kind.endswith(("_type", "_parsing")) else kind)
-        found.append(FieldError(json_pointer(error.get("loc", ())), rule, str(error.get("msg", kind))))
-    return found
 
 
 def validation_error(errors: list[FieldError]) -> InvalidInput | PayloadTooLarge:

@@ -25,10 +25,10 @@ import httpx
 from jsonschema import Draft202012Validator, ValidationError
 from starlette.types import ASGIApp
 
-from memory_bank.api.problems import error_for_status, json_pointer, problem_document, validation_error
+from memory_bank.api.problems import error_for_status, problem_document, validation_error
 from memory_bank.capabilities.argument_hints import object_example, where_it_belongs
 from memory_bank.capabilities.registry import CapabilityRegistry
-from memory_bank.errors import DomainError, ErrorCode, FieldError, NotFound, PermissionDenied
+from memory_bank.errors import DomainError, ErrorCode, FieldError, NotFound, PermissionDenied, json_pointer
 from memory_bank.generated.spec import SPEC
 from memory_bank.security.principal import Principal
 

@@ -21,12 +21,13 @@ from memory_bank.api.bodies import Reply, TextStream
 from memory_bank.api.problems import fields_from
 from memory_bank.generated import models
 from memory_bank.handlers.convert import to_memory, to_model, to_search_hit
-from memory_bank.handlers.transfer import export_lines, import_body
+from memory_bank.handlers.transfer import import_body
 from memory_bank.security.agents import AgentResolver
 from memory_bank.security.principal import Principal
 from memory_bank.store.filters import MemoryFilter
 from memory_bank.store.memories import MemoryStore
 from memory_bank.store.tables import MemoryRow
+from memory_bank.transfer import export_lines
 
 P = ParamSpec("P")
 T = TypeVar("T")
