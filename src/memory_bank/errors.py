@@ -143,8 +143,7 @@ class BackendError(DomainError):
     code = ErrorCode.backend_error
 
 
-#: The error class of each code, for the doors that learn a failure by its code alone
-#: (an HTTP status from Starlette, a problem document from an in-process call).
+#: The error class of each code, for the doors that learn of a failure by its code alone.
 ERROR_BY_CODE: dict[ErrorCode, type[DomainError]] = {
     cls.code: cls
     for cls in (

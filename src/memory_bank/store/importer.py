@@ -249,7 +249,7 @@ class _Checker:
 
 
 def plan(session: Session, principal: Principal, records: Sequence[Record]) -> list[list[Planned]]:
-    """The records as batches to write, or 422 naming every line that would break a chain."""
+    """The records as batches to write, or ``InvalidInput`` naming every line that would break a chain."""
     file_ids = {r.id for r in records} | {r.parent for r in records if r.parent}
     candidates = file_ids | {copy_id(principal, memory_id) for memory_id in file_ids}
     stored = _owned_rows(session, principal, candidates)

@@ -57,7 +57,7 @@ def encode_cursor(key: Key) -> str:
 
 
 def decode_cursor(cursor: str) -> Key:
-    """The key inside a cursor, in UTC; one that names no position is the caller's mistake (422).
+    """The key inside a cursor, in UTC; one that names no position is the caller's mistake (``InvalidInput`` at ``cursor``).
 
     Every way a string can fail lands here, including a time that exists in its own
     zone but not in UTC (year 1 at +05:00, year 9999 at -05:00): the columns compare
