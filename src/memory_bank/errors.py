@@ -64,6 +64,7 @@ RULE_BY_ERROR_TYPE: dict[str, str] = {
     "value_error": "value",
 }
 
+
 def json_pointer(location: Sequence[Any]) -> str:
     """``("body", "tags", 3)`` -> ``/body/tags/3`` (RFC 6901 escaping)."""
     return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in location)

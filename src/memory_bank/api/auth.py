@@ -7,7 +7,7 @@ counts the call against the org's rate limit and returns the principal: the one
 place every REST and MCP call passes through, so each admitted call is charged
 exactly once. The permission is checked before the charge: a token refused for
 lack of a permission must not spend the budget its org's other tokens live on.
-The audit event is written around the call by ``observability.calls``.
+The audit event is written around the call (``api.middleware.CallObserver``).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ ANY_TOKEN = "token:any"
 #: ``authorize(permission)`` returns a FastAPI dependency that authenticates the
 #: request, checks ``permission`` and the rate limit, and yields the principal.
 Authorize = Callable[[str], Callable[..., Awaitable[Principal]]]
+
 
 def bearer_token(request: Request) -> str | None:
     """The token of an ``Authorization: Bearer <token>`` header; the scheme is case-insensitive."""
