@@ -28,7 +28,7 @@ AUTH_ERROR_STATUS = "401"
 INPUT_ERROR_STATUS = "422"
 PROBLEM_JSON = "application/problem+json"
 _CAMEL_CASE = re.compile(r"^[a-z][a-zA-Z0-9]*$")
-#: ``token:any`` (``memory_bank.runtime.ANY_TOKEN``) is for operations every valid token may call.
+#: ``token:any`` (``memory_bank.api.auth.ANY_TOKEN``) is for operations every valid token may call.
 _PERMISSION = re.compile(r"^(token:any|[a-z][a-z0-9_-]*:(read|write|admin))$")
 
 

@@ -15,7 +15,11 @@ from codegen.operations import Operation
 
 IMPORTS: ImportGroups = (
     {"typing": ("Literal", "Protocol")},
-    {"memory_bank.generated": ("models",), "memory_bank.runtime": ("Principal", "Reply", "TextStream")},
+    {
+        "memory_bank.api.bodies": ("Reply", "TextStream"),
+        "memory_bank.generated": ("models",),
+        "memory_bank.security.principal": ("Principal",),
+    },
 )
 
 

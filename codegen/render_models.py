@@ -22,7 +22,7 @@ IMPORTS: ImportGroups = (
     },
 )
 
-#: Bodies are validated strictly (``runtime.read_json_body``), but JSON Schema counts
+#: Bodies are validated strictly (``api.bodies.read_json_body``), but JSON Schema counts
 #: ``3.0`` as an integer, and MCP clients validate against JSON Schema: so a model's
 #: integer takes a number with no fraction, and still no string or boolean.
 INTEGER_HELPERS = '''def _whole_number(value: Any) -> Any:

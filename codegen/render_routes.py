@@ -25,9 +25,11 @@ def _imports(interface: str) -> ImportGroups:
             "fastapi.responses": ("Response",),
         },
         {
+            "memory_bank.api.auth": ("Authorize",),
+            "memory_bank.api.bodies": ("read_json_body", "read_text_body", "render_reply"),
             "memory_bank.generated": ("models",),
             "memory_bank.generated.interface": (interface,),
-            "memory_bank.runtime": ("Authorize", "Principal", "read_json_body", "read_text_body", "render_reply"),
+            "memory_bank.security.principal": ("Principal",),
         },
     )
 

@@ -7,7 +7,7 @@ from sqlalchemy.engine import Engine
 from typer.testing import CliRunner
 
 from memory_bank.cli import app as cli
-from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.errors import DomainError, ErrorCode
 from memory_bank.observability import audit
 from memory_bank.security.agents import NO_AGENT, AgentResolver
 from memory_bank.settings import Settings, get_settings
@@ -26,7 +26,7 @@ def resolver(agents: AgentStore) -> AgentResolver:
 
 
 async def denied(resolver: AgentResolver, principal, requested: str | None) -> str:
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(DomainError) as caught:
         await resolver.resolve_agent(principal, requested)
     assert caught.value.code is ErrorCode.permission_denied
     return caught.value.detail

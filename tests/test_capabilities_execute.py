@@ -10,9 +10,10 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from memory_bank.api.problems import validation_error
 from memory_bank.capabilities.execute import decode_groups, is_wrapped, schema_failures
+from memory_bank.errors import json_pointer
 from memory_bank.generated.catalog import CAPABILITIES
-from memory_bank.problems import json_pointer, validation_error
 
 CATALOG = {c["name"]: c for c in CAPABILITIES}
 POST = CATALOG["postMemory"]["inputSchema"]

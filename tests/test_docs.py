@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from memory_bank.docs.assets import OWN_DIR, VENDOR_DIR
-from memory_bank.docs.pages import PAGES, PAGES_DIR
+from memory_bank.api.docs.assets import OWN_DIR, VENDOR_DIR
+from memory_bank.api.docs.pages import PAGES, PAGES_DIR
 
 #: Any absolute URL in our own pages or scripts would be a way off the machine.
 ABSOLUTE_URL = re.compile(r"(?:https?:)?//[\w.-]+\.[a-z]{2,}", re.IGNORECASE)

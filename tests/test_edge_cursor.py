@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.errors import DomainError, ErrorCode
 from memory_bank.store.keyset import decode_cursor, encode_cursor
 from mcp_live import LiveServer, live_server, tool_problem
 
@@ -37,16 +37,16 @@ CRAFTED = st.builds(lambda t, i: wrap([t.isoformat(), i]), TIMES, st.one_of(IDS,
 ANY_CURSOR = st.one_of(st.text(max_size=80), CRAFTED)
 
 
-def assert_refused_at_cursor(error: ApiError) -> None:
+def assert_refused_at_cursor(error: DomainError) -> None:
     assert error.code is ErrorCode.invalid_params
-    assert [e.field for e in error.errors] == ["/query/cursor"]
+    assert [e.field for e in error.errors] == ["cursor"]
 
 
 @given(ANY_CURSOR)
 def test_a_cursor_decodes_to_a_utc_position_or_is_refused(cursor: str) -> None:
     try:
         created_at, memory_id = decode_cursor(cursor)
-    except ApiError as error:
+    except DomainError as error:
         assert_refused_at_cursor(error)
         return
     assert created_at.utcoffset() == timedelta(0)
@@ -70,7 +70,7 @@ def test_an_issued_cursor_decodes_to_its_key(created_at: datetime, memory_id: st
     ids=["year-1-east", "year-9999-west", "lone-surrogate", "number", "no-zone"],
 )
 def test_the_reported_cursors_are_refused(cursor: str) -> None:
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(DomainError) as refused:
         decode_cursor(cursor)
     assert_refused_at_cursor(refused.value)
 

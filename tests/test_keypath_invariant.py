@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.errors import DomainError, ErrorCode
 from memory_bank.store import MemoryStore, migrations
 from memory_bank.store.database import create_schema, make_engine
 from memory_bank.store.idempotency import content_key
@@ -209,7 +209,7 @@ def test_any_sequence_of_writes_keeps_one_current_value_per_owner_and_keypath(
                 seen.append(store.patch(principal, seen[pick % len(seen)], {"content": f"patched by {actor}"}).id)
             elif seen:
                 store.delete(principal, seen[pick % len(seen)])
-        except ApiError as refused:
+        except DomainError as refused:
             assert refused.code in (ErrorCode.not_found, ErrorCode.conflict)
 
     with engine.connect() as connection:

@@ -17,7 +17,6 @@ from sqlalchemy.engine import Engine
 
 from memory_bank.app import create_app
 from memory_bank.handlers.convert import to_memory
-from memory_bank.handlers.transfer import parse_records
 from memory_bank.settings import Settings
 from memory_bank.store import MemoryFilter, MemoryStore, context_boost, indexing, search_lexical
 from memory_bank.store.database import create_schema
@@ -25,6 +24,7 @@ from memory_bank.store.sample_cache import SampleCache
 from memory_bank.store.search_mysql import MysqlSearch
 from memory_bank.store.search_sqlite import SqliteSearch
 from memory_bank.store.text import query_terms, search_text
+from memory_bank.transfer import parse_records
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "evals"))

@@ -23,8 +23,9 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
+from memory_bank.api.problems import status_of
 from memory_bank.app import create_app
-from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.errors import DomainError, ErrorCode
 from memory_bank.observability.metrics import Metrics
 from memory_bank.security.rate_limit import LocalCounter, RateLimiter, RedisCounter, redis_client
 from memory_bank.settings import Profile, Settings
@@ -56,8 +57,8 @@ def make_limiter(counter=None, *, rpm: int = 3, overrides=None, fail_closed=Fals
     return limiter, metrics, now
 
 
-async def refused(limiter: RateLimiter, org: str) -> ApiError:
-    with pytest.raises(ApiError) as caught:
+async def refused(limiter: RateLimiter, org: str) -> DomainError:
+    with pytest.raises(DomainError) as caught:
         await limiter.admit(org)
     return caught.value
 
@@ -74,8 +75,8 @@ async def test_exactly_the_budget_is_admitted_then_429_until_the_next_minute() -
     for _ in range(3):
         await limiter.admit("acme")
     error = await refused(limiter, "acme")
-    assert error.code is ErrorCode.rate_limited and error.status == 429
-    assert error.headers["Retry-After"] == "15"  # 45 s into the minute
+    assert error.code is ErrorCode.rate_limited and status_of(error) == 429
+    assert error.retry_after == 15  # 45 s into the minute
     assert sample(metrics, "memory_bank_rate_limit_rejections_total") == 1
 
     now[0] += 15  # the next calendar minute: a fresh budget

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.errors import DomainError, ErrorCode
 from memory_bank.generated.spec import SPEC
 from memory_bank.store import MemoryFilter, MemoryStore
 from memory_bank.store.columns import new_id
@@ -21,7 +21,7 @@ def ann(make_principal):
     return make_principal("acme", "ann")
 
 
-def code_of(excinfo: pytest.ExceptionInfo[ApiError]) -> ErrorCode:
+def code_of(excinfo: pytest.ExceptionInfo[DomainError]) -> ErrorCode:
     return excinfo.value.code
 
 
@@ -60,7 +60,7 @@ def test_header_key_replays_and_conflicts(store: MemoryStore, ann) -> None:
     first, _ = store.create(ann, {"content": "one"}, "req-1")
     again, created = store.create(ann, {"content": "one"}, "req-1")
     assert not created and again.id == first.id
-    with pytest.raises(ApiError) as excinfo:
+    with pytest.raises(DomainError) as excinfo:
         store.create(ann, {"content": "two"}, "req-1")
     assert code_of(excinfo) is ErrorCode.conflict
 
@@ -87,7 +87,7 @@ def test_patch_refuses_stale_versions(store: MemoryStore, ann, expected_version)
     store.patch(ann, v1.id, {"content": "b"})
     target = v1.id if expected_version is None else store.history(ann, v1.id)[-1].id
     version = 1 if expected_version is not None else None
-    with pytest.raises(ApiError) as excinfo:
+    with pytest.raises(DomainError) as excinfo:
         store.patch(ann, target, {"content": "c"}, version)
     assert code_of(excinfo) is ErrorCode.conflict
 
@@ -98,7 +98,7 @@ def test_racing_patches_extend_the_chain_once(store: MemoryStore, ann) -> None:
     def patch(n: int) -> str:
         try:
             return store.patch(ann, v1.id, {"content": f"counter {n}"}).id
-        except ApiError as error:
+        except DomainError as error:
             return error.code
 
     with ThreadPoolExecutor(8) as pool:
@@ -112,10 +112,10 @@ def test_delete_is_a_tombstone_and_frees_the_content(store: MemoryStore, ann) ->
     v2 = store.patch(ann, v1.id, {"tags": ["t"]})
     store.delete(ann, v2.id)
     for memory_id in (v1.id, v2.id):
-        with pytest.raises(ApiError) as excinfo:
+        with pytest.raises(DomainError) as excinfo:
             store.get(ann, memory_id)
         assert code_of(excinfo) is ErrorCode.not_found
-    with pytest.raises(ApiError) as excinfo:
+    with pytest.raises(DomainError) as excinfo:
         store.delete(ann, v2.id)
     assert code_of(excinfo) is ErrorCode.not_found
     history = store.history(ann, v1.id)
@@ -128,7 +128,7 @@ def test_delete_is_a_tombstone_and_frees_the_content(store: MemoryStore, ann) ->
 def test_deleting_a_superseded_version_is_a_conflict(store: MemoryStore, ann) -> None:
     v1, _ = store.create(ann, {"content": "old"})
     store.patch(ann, v1.id, {"content": "new"})
-    with pytest.raises(ApiError) as excinfo:
+    with pytest.raises(DomainError) as excinfo:
         store.delete(ann, v1.id)
     assert code_of(excinfo) is ErrorCode.conflict
 
@@ -141,7 +141,7 @@ def test_keypath_put_supersedes_and_unchanged_put_writes_nothing(store: MemorySt
     second, created = store.put_keypath(ann, "user.editor", {"content": "helix"})
     assert not created and (second.version, second.supersedes_id) == (2, first.id)
     assert store.get_keypath(ann, "user.editor").id == second.id
-    with pytest.raises(ApiError) as excinfo:
+    with pytest.raises(DomainError) as excinfo:
         store.get_keypath(ann, "user.shell")
     assert code_of(excinfo) is ErrorCode.not_found
 
@@ -168,10 +168,10 @@ def test_list_pages_newest_first(store: MemoryStore, ann) -> None:
 
 
 def test_a_forged_cursor_is_invalid_params(store: MemoryStore, ann) -> None:
-    with pytest.raises(ApiError) as excinfo:
+    with pytest.raises(DomainError) as excinfo:
         store.page(ann, EVERYTHING, 2, "not-a-cursor")
     assert code_of(excinfo) is ErrorCode.invalid_params
-    assert excinfo.value.errors[0].field == "/query/cursor"
+    assert excinfo.value.errors[0].field == "cursor"
 
 
 def test_filters_narrow_lists(store: MemoryStore, ann) -> None:
@@ -195,7 +195,7 @@ def test_feedback_needs_a_visible_memory(store: MemoryStore, make_principal) -> 
     row, _ = store.create(ann, {"content": "x"})
     feedback = store.add_feedback(ann, row.id, {"feedback": "helpful", "notes": "used it"})
     assert (feedback.memory_id, feedback.user_id) == (row.id, "ann")
-    with pytest.raises(ApiError) as excinfo:
+    with pytest.raises(DomainError) as excinfo:
         store.add_feedback(eve, row.id, {"feedback": "incorrect"})
     assert code_of(excinfo) is ErrorCode.not_found
 

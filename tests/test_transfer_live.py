@@ -14,7 +14,8 @@ import pytest
 import sqlalchemy as sa
 from transfer_support import live_app
 
-from memory_bank.handlers import transfer
+from memory_bank import transfer
+from memory_bank.handlers import transfer as import_handler
 from memory_bank.settings import Settings
 from memory_bank.store.database import make_engine
 from memory_bank.store.memories import MemoryStore
@@ -84,7 +85,7 @@ def test_health_answers_while_an_import_is_being_parsed(server, monkeypatch: pyt
         release.wait(10)
         return parse(body, max_lines)
 
-    monkeypatch.setattr(transfer, "parse_records", slow_parse)
+    monkeypatch.setattr(import_handler, "parse_records", slow_parse)
     line = '{"id": "AAAAAAAAAAAAAAAAAAAAA", "content": "c", "tags": [], "contexts": [], "scope": "user", '
     line += '"category": "fact", "confidence": 0.5, "version": 1, "created_at": "2024-01-01T00:00:00Z", '
     line += '"updated_at": "2024-01-01T00:00:00Z"}\n'

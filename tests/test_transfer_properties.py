@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 from sqlmodel import Session, col
 from transfer_support import chains, exported
 
-from memory_bank.errors import ApiError, ErrorCode
-from memory_bank.handlers.transfer import parse_records
+from memory_bank.errors import DomainError, ErrorCode
 from memory_bank.security.principal import Principal
 from memory_bank.store.memories import MemoryStore
 from memory_bank.store.tables import MemoryRow
+from memory_bank.transfer import parse_records
 
 SLOW = settings(
     max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
@@ -160,7 +160,7 @@ def test_after_any_import_every_chain_has_one_head(store: MemoryStore, engine, f
             line["supersedes_id"] = stored_head or "Z" * 21
     try:
         store.import_records(principal, parse_records("".join(json.dumps(r) + "\n" for r in file), None))
-    except ApiError as exc:
+    except DomainError as exc:
         assert exc.code is ErrorCode.invalid_params, exc
     with Session(engine) as session:
         _assert_chains_whole(session, principal)

@@ -1,10 +1,9 @@
-"""The FastAPI app factory: generated routes + handwritten handlers + the handwritten spec.
+"""The composition root: build each part of the service once and join them into one FastAPI app.
 
-``create_app`` is the one place where the layers meet: it opens the store, builds the
-handlers that implement ``generated.interface``, and mounts ``generated.routes`` with
-the authorization dependency. ``/openapi.json`` serves the handwritten spec itself,
-not FastAPI's reconstruction of it, so clients see exactly the contract the code was
-generated from.
+Nothing here decides behaviour. The store, the handlers that implement
+``generated.interface``, the capability registry and the operational parts are
+built where they live; here the generated routes get the handlers and the bearer
+dependency, and the edge (``api``) its routes, docs, problem handlers and middlewares.
 """
 
 from __future__ import annotations
@@ -13,12 +12,15 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from fastapi.responses import JSONResponse, RedirectResponse
 
 from memory_bank import __version__
+from memory_bank.api.auth import make_authorize
+from memory_bank.api.docs import install_docs
+from memory_bank.api.middleware import CallObserver, RequestIdMiddleware, UnexpectedErrorMiddleware
+from memory_bank.api.problems import install_problem_handlers
+from memory_bank.api.routes import service_routes
 from memory_bank.capabilities.execute import Executor
 from memory_bank.capabilities.registry import CapabilityRegistry
-from memory_bank.docs import install_docs
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.generated.routes import build_router
 from memory_bank.generated.spec import SPEC
@@ -26,12 +28,10 @@ from memory_bank.handlers import MemoryHandlers
 from memory_bank.handlers.capabilities import CapabilityHandlers
 from memory_bank.mcp.http import McpHttp
 from memory_bank.mcp.tools import Toolbox
-from memory_bank.middleware import RequestIdMiddleware, UnexpectedErrorMiddleware
+from memory_bank.observability.calls import CallAccounting
 from memory_bank.observability.logging import AccessLog, configure_logging, log_start
 from memory_bank.observability.wiring import Operations
-from memory_bank.problems import install_problem_handlers
 from memory_bank.security.agents import AgentResolver
-from memory_bank.security.authorize import make_authorize
 from memory_bank.settings import Settings, get_settings
 from memory_bank.store.agents import AgentStore
 from memory_bank.store.database import open_database
@@ -80,31 +80,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.tokens = tokens
-    app.add_middleware(UnexpectedErrorMiddleware)  # innermost: metrics, access log and request id see its 500
-    operations.install(app)
-    app.add_middleware(AccessLog)  # inside RequestIdMiddleware: the id is chosen first
+    app.state.audit = operations.audit
+    # Innermost first: metrics, the access log and the request id all see the last-resort 500,
+    # and the id is chosen before the access log writes it.
+    app.add_middleware(UnexpectedErrorMiddleware)
+    app.add_middleware(CallObserver, accounting=CallAccounting(operations.metrics, operations.audit))
+    app.add_middleware(AccessLog)
     app.add_middleware(RequestIdMiddleware)
-    install_docs(app)
     install_problem_handlers(app)
+    install_docs(app)
     # MCP calls are dispatched back into this same app, so they meet the REST path.
     toolbox = Toolbox(registry, Executor(registry, app), settings.mcp_tools, operations.audit, operations.limiter)
     app.state.mcp_toolbox = toolbox
     mcp_http = McpHttp(toolbox, tokens, settings.public_url, allow_loopback=not settings.protected)
     mcp_http.install(app)
     app.include_router(build_router(handlers, make_authorize(tokens, operations.limiter)))
-
-    @app.get("/openapi.json", include_in_schema=False)
-    async def openapi_document() -> JSONResponse:
-        return JSONResponse(SPEC)
-
-    @app.get("/", include_in_schema=False)
-    async def home() -> RedirectResponse:
-        """A person who opens the service's address lands on the API docs, not on a 404."""
-        return RedirectResponse("/docs")
-
-    @app.get("/health", include_in_schema=False)
-    async def health() -> dict[str, str]:
-        """The process is up; says nothing about its dependencies (that is /ready)."""
-        return {"status": "ok"}
-
+    app.include_router(service_routes(operations.readiness, operations.metrics))
     return app

@@ -1,16 +1,19 @@
-"""Failure codes of DESIGN §6 and the exception that carries them to the client.
+"""Domain errors: the failures every layer can name, with no HTTP in them.
 
-Handlers, the store and security raise ``ApiError``; the app turns it into an
-RFC 9457 ``application/problem+json`` response, and the MCP layer into an
-``isError`` tool result with the same ``code``. The code is the stable contract;
-``detail`` is for humans.
+Handlers, the store and security raise a ``DomainError`` subclass. Its ``code``
+(DESIGN §6) is the stable contract every door answers with; ``detail`` is for
+humans. The HTTP edge (``api.problems``) gives each code its status and problem
+document, the MCP layer an ``isError`` tool result, the CLI a line on stderr.
+A pydantic failure becomes the same ``FieldError`` list wherever it happens
+(``field_errors``), so every door names a bad field in one vocabulary.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 
 class ErrorCode(StrEnum):
@@ -27,77 +30,134 @@ class ErrorCode(StrEnum):
     backend_error = "backend_error"
 
 
-STATUS_BY_CODE: dict[ErrorCode, int] = {
-    ErrorCode.unauthorized: 401,
-    ErrorCode.permission_denied: 403,
-    ErrorCode.not_found: 404,
-    ErrorCode.method_not_allowed: 405,
-    ErrorCode.invalid_params: 422,
-    ErrorCode.payload_too_large: 413,
-    ErrorCode.conflict: 409,
-    ErrorCode.rate_limited: 429,
-    ErrorCode.rate_limit_unavailable: 503,
-    ErrorCode.backend_unavailable: 503,
-    ErrorCode.backend_error: 500,
-}
-
-TITLE_BY_CODE: dict[ErrorCode, str] = {
-    ErrorCode.unauthorized: "Missing or invalid bearer token",
-    ErrorCode.permission_denied: "Permission denied",
-    ErrorCode.not_found: "Not found",
-    ErrorCode.method_not_allowed: "Method not allowed",
-    ErrorCode.invalid_params: "Invalid parameters",
-    ErrorCode.payload_too_large: "Payload too large",
-    ErrorCode.conflict: "Conflict",
-    ErrorCode.rate_limited: "Rate limit exceeded",
-    ErrorCode.rate_limit_unavailable: "Rate limiter unavailable",
-    ErrorCode.backend_unavailable: "Backend unavailable",
-    ErrorCode.backend_error: "Backend error",
-}
-
-
 @dataclass(frozen=True)
 class FieldError:
-    """One failing argument: where (JSON pointer), which rule, and a readable message."""
+    """One failing field: where, which rule (a JSON Schema keyword where one fits), and a readable message.
+
+    ``field`` names the field in the raiser's own terms. The store and the file format
+    speak of ``cursor`` or ``line 3`` (words are the segments of the path, ``""`` the
+    whole input); the edge, which knows where a field came from, points into the
+    request instead (``/query/cursor``, ``/body/line/3``).
+    """
 
     field: str
     rule: str
     message: str
 
 
-@dataclass
-class ApiError(Exception):
-    """An expected failure with a stable code; never carries a stack trace to the client."""
-
-    code: ErrorCode
-    detail: str
-    errors: list[FieldError] = field(default_factory=list)
-    headers: dict[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        super().__init__(f"{self.code}: {self.detail}")
-
-    @property
-    def status(self) -> int:
-        return STATUS_BY_CODE[self.code]
-
-    def problem(self, request_id: str | None = None, instance: str | None = None) -> dict[str, Any]:
-        """The RFC 9457 body for this error."""
-        body: dict[str, Any] = {
-            "type": f"https://memory-bank.dev/problems/{self.code.value}",
-            "title": TITLE_BY_CODE[self.code],
-            "status": self.status,
-            "code": self.code.value,
-            "detail": self.detail,
-        }
-        if instance:
-            body["instance"] = instance
-        if request_id:
-            body["request_id"] = request_id
-        if self.errors:
-            body["errors"] = [vars(e) for e in self.errors]
-        return body
+#: pydantic error type -> the JSON Schema keyword a client can look up in the spec.
+RULE_BY_ERROR_TYPE: dict[str, str] = {
+    "missing": "required",
+    "extra_forbidden": "additionalProperties",
+    "string_too_short": "minLength",
+    "string_too_long": "maxLength",
+    "too_short": "minItems",
+    "too_long": "maxItems",
+    "string_pattern_mismatch": "pattern",
+    "greater_than_equal": "minimum",
+    "greater_than": "exclusiveMinimum",
+    "less_than_equal": "maximum",
+    "less_than": "exclusiveMaximum",
+    "literal_error": "enum",
+    "enum": "enum",
+    "json_invalid": "json",
+    "value_error": "value",
+}
 
 
-def not_found(what: str) -> ApiError:
-    return ApiError(ErrorCode.not_found, f"{what} was not found")
+def json_pointer(location: Sequence[Any]) -> str:
+    """``("body", "tags", 3)`` -> ``/body/tags/3`` (RFC 6901 escaping)."""
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in location)
+
+
+def field_errors(errors: Sequence[dict[str, Any]]) -> list[FieldError]:
+    """pydantic's error list as pointers, rules and messages a caller can act on."""
+    found = []
+    for error in errors:
+        kind = str(error.get("type", "value_error"))
+        rule = RULE_BY_ERROR_TYPE.get(kind, "type" if kind.endswith(("_type", "_parsing")) else kind)
+        found.append(FieldError(json_pointer(error.get("loc", ())), rule, str(error.get("msg", kind))))
+    return found
+
+
+class DomainError(Exception):
+    """An expected failure with a stable code; never carries a stack trace to the client.
+
+    ``retry_after``: seconds after which the same call may succeed (a spent budget,
+    a busy database), for clients that wait instead of failing.
+    """
+
+    code: ClassVar[ErrorCode]
+
+    def __init__(self, detail: str, errors: Sequence[FieldError] = (), *, retry_after: int | None = None) -> None:
+        super().__init__(f"{self.code}: {detail}")
+        self.detail = detail
+        self.errors = list(errors)
+        self.retry_after = retry_after
+
+
+class Unauthorized(DomainError):
+    code = ErrorCode.unauthorized
+
+
+class PermissionDenied(DomainError):
+    code = ErrorCode.permission_denied
+
+
+class NotFound(DomainError):
+    code = ErrorCode.not_found
+
+    @classmethod
+    def of(cls, what: str) -> NotFound:
+        return cls(f"{what} was not found")
+
+
+class MethodNotAllowed(DomainError):
+    code = ErrorCode.method_not_allowed
+
+
+class InvalidInput(DomainError):
+    code = ErrorCode.invalid_params
+
+
+class PayloadTooLarge(DomainError):
+    code = ErrorCode.payload_too_large
+
+
+class Conflict(DomainError):
+    code = ErrorCode.conflict
+
+
+class RateLimited(DomainError):
+    code = ErrorCode.rate_limited
+
+
+class RateLimitUnavailable(DomainError):
+    code = ErrorCode.rate_limit_unavailable
+
+
+class BackendUnavailable(DomainError):
+    code = ErrorCode.backend_unavailable
+
+
+class BackendError(DomainError):
+    code = ErrorCode.backend_error
+
+
+#: The error class of each code, for the doors that learn of a failure by its code alone.
+ERROR_BY_CODE: dict[ErrorCode, type[DomainError]] = {
+    cls.code: cls
+    for cls in (
+        Unauthorized,
+        PermissionDenied,
+        NotFound,
+        MethodNotAllowed,
+        InvalidInput,
+        PayloadTooLarge,
+        Conflict,
+        RateLimited,
+        RateLimitUnavailable,
+        BackendUnavailable,
+        BackendError,
+    )
+}

@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from memory_bank.problems import json_pointer
+from memory_bank.errors import json_pointer
 
 Schema = Mapping[str, Any]
 

@@ -25,12 +25,12 @@ import httpx
 from jsonschema import Draft202012Validator, ValidationError
 from starlette.types import ASGIApp
 
+from memory_bank.api.problems import error_for_status, problem_document, validation_error
 from memory_bank.capabilities.argument_hints import object_example, where_it_belongs
 from memory_bank.capabilities.registry import CapabilityRegistry
-from memory_bank.errors import ApiError, ErrorCode, FieldError
+from memory_bank.errors import DomainError, ErrorCode, FieldError, NotFound, PermissionDenied, json_pointer
 from memory_bank.generated.spec import SPEC
-from memory_bank.problems import STATUS_CODES, json_pointer, validation_error
-from memory_bank.runtime import Principal
+from memory_bank.security.principal import Principal
 
 __all__ = [
     "Call",
@@ -109,7 +109,7 @@ class Outcome:
         return self.error_code is not None
 
     @classmethod
-    def failure(cls, error: ApiError) -> Outcome:
+    def failure(cls, error: DomainError) -> Outcome:
         return cls.of_problem(problem_for_agent(error))
 
     @classmethod
@@ -128,9 +128,9 @@ def with_retry_hint(problem: dict[str, Any], retry_after: str | None) -> dict[st
     return {**problem, "retry_after_seconds": int(retry_after)}
 
 
-def problem_for_agent(error: ApiError) -> dict[str, Any]:
+def problem_for_agent(error: DomainError) -> dict[str, Any]:
     """``error`` as an MCP client receives it: its problem document, with its retry hint."""
-    return with_retry_hint(error.problem(), error.headers.get("Retry-After"))
+    return with_retry_hint(problem_document(error), None if error.retry_after is None else str(error.retry_after))
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ class Refusal:
     REST does not charge either.
     """
 
-    error: ApiError
+    error: DomainError
     metered: bool = True
 
 
@@ -289,14 +289,14 @@ class Executor:
         """
         capability = self._registry.get(name)
         if capability is None:
-            return Refusal(ApiError(ErrorCode.not_found, f"no capability is named {name!r}; search_capabilities lists them"))
+            return Refusal(NotFound(f"no capability is named {name!r}; search_capabilities lists them"))
         decoded = decode_groups(arguments, capability["inputSchema"])
         failures = schema_failures(self._validators[name], decoded)
         if not failures:
             return Call(capability["method"], capability["path"], decoded, capability.get("outputSchema"))
         permission = capability["policy"]["permission"]
         if not caller.principal.allows(permission):
-            return Refusal(ApiError(ErrorCode.permission_denied, f"this token lacks the {permission} permission"), metered=False)
+            return Refusal(PermissionDenied(f"this token lacks the {permission} permission"), metered=False)
         return Refusal(validation_error(failures))
 
     def search(self, query: Mapping[str, Any]) -> Call:
@@ -343,8 +343,8 @@ def _outcome(response: httpx.Response, output_schema: Mapping[str, Any] | None) 
     if response.is_error:
         if isinstance(body, dict) and body.get("code") in ErrorCode.__members__:
             return Outcome.of_problem(with_retry_hint(body, response.headers.get("retry-after")))
-        fallback = STATUS_CODES.get(response.status_code, ErrorCode.backend_error)
-        return Outcome.failure(ApiError(fallback, f"the operation failed with HTTP {response.status_code}"))
+        detail = f"the operation failed with HTTP {response.status_code}"
+        return Outcome.failure(error_for_status(response.status_code, detail, ErrorCode.backend_error))
     if not is_json:
         return Outcome(None, response.text or f"Done (HTTP {response.status_code}, no content).")
     structured = {"result": body} if is_wrapped(output_schema) else body

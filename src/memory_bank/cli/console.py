@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 from pydantic import ValidationError
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
-from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.errors import DomainError, ErrorCode
 from memory_bank.security.principal import Principal, check_owner_id
 from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.settings import Settings, get_settings, setting_errors
@@ -104,7 +104,7 @@ def plain_errors() -> Iterator[None]:
     """Turn the failures a command can meet into one line (plus field errors), never a traceback."""
     try:
         yield
-    except ApiError as exc:
+    except DomainError as exc:
         for error in exc.errors[:SHOWN_FIELD_ERRORS]:
             stderr.print(escape(f"  {error.field or '/'}: {error.message} ({error.rule})"))
         if len(exc.errors) > SHOWN_FIELD_ERRORS:

@@ -20,13 +20,13 @@ import typer
 
 from memory_bank.cli.console import Org, User, database, fail, memory_store, owner, plain_errors, progress, stdout
 from memory_bank.errors import ErrorCode
-from memory_bank.handlers.transfer import agent_ids, attribute, export_lines, parse_records
 from memory_bank.security.principal import Principal
 from memory_bank.store.agents import AgentStore
 from memory_bank.store.database import transaction
 from memory_bank.store.filters import owned_by
 from memory_bank.store.memories import MemoryStore
 from memory_bank.store.tables import MemoryRow
+from memory_bank.transfer import agent_ids, attribute, export_lines, parse_records
 
 #: Bytes read per step while loading an import (and per progress update).
 READ_CHUNK = 1 << 20

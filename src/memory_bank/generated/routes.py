@@ -7,9 +7,11 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, Path, Query, Request
 from fastapi.responses import Response
 
+from memory_bank.api.auth import Authorize
+from memory_bank.api.bodies import read_json_body, read_text_body, render_reply
 from memory_bank.generated import models
 from memory_bank.generated.interface import MemoryBankApi
-from memory_bank.runtime import Authorize, Principal, read_json_body, read_text_body, render_reply
+from memory_bank.security.principal import Principal
 
 
 def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:

@@ -17,14 +17,17 @@ from typing import ParamSpec, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
+from memory_bank.api.bodies import Reply, TextStream
+from memory_bank.api.problems import fields_from
 from memory_bank.generated import models
 from memory_bank.handlers.convert import to_memory, to_model, to_search_hit
-from memory_bank.handlers.transfer import export_lines, import_body
-from memory_bank.runtime import Principal, Reply, TextStream
+from memory_bank.handlers.transfer import import_body
 from memory_bank.security.agents import AgentResolver
+from memory_bank.security.principal import Principal
 from memory_bank.store.filters import MemoryFilter
 from memory_bank.store.memories import MemoryStore
 from memory_bank.store.tables import MemoryRow
+from memory_bank.transfer import export_lines
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -69,7 +72,8 @@ class MemoryHandlers:
         include_superseded: bool = False,
     ) -> Reply[models.MemoryPage]:
         where = _filter(tags, category, project_id, keypath_prefix, include_superseded)
-        rows, next_cursor = await _off_loop(self._store.page, principal, where, limit, cursor)
+        with fields_from("query"):
+            rows, next_cursor = await _off_loop(self._store.page, principal, where, limit, cursor)
         return Reply(models.MemoryPage(items=[to_memory(r) for r in rows], next_cursor=next_cursor))
 
     async def get_memory_search(

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI
@@ -34,16 +33,16 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
+from memory_bank.api.auth import bearer_token
+from memory_bank.api.bodies import read_capped
+from memory_bank.api.problems import HttpRefusal, error_for_status, problem_response
 from memory_bank.capabilities.execute import Caller
-from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.errors import BackendUnavailable, DomainError, ErrorCode, PayloadTooLarge, PermissionDenied, Unauthorized
 from memory_bank.mcp.envelope import EnvelopeError, check_envelope
 from memory_bank.mcp.origins import AllowedOrigins
 from memory_bank.mcp.server import build_server
 from memory_bank.mcp.tools import Toolbox
 from memory_bank.observability.metrics import MCP_OPERATION, name_operation
-from memory_bank.problems import STATUS_CODES, problem_response
-from memory_bank.runtime import read_capped
-from memory_bank.security.authorize import bearer_token
 from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.store.tokens import TokenStore
 
@@ -57,24 +56,12 @@ _CALLER = "mcp_caller"
 MAX_BODY_BYTES = 1024 * 1024
 
 
-@dataclass
-class HttpRefusal(ApiError):
-    """An ``ApiError`` at an HTTP status its code does not imply (405, 406, 415)."""
-
-    http_status: int = 400
-
-    @property
-    def status(self) -> int:
-        return self.http_status
-
-
-def _too_large() -> ApiError:
-    return ApiError(ErrorCode.payload_too_large, f"the JSON-RPC message is at most {MAX_BODY_BYTES} bytes")
+def _too_large() -> PayloadTooLarge:
+    return PayloadTooLarge(f"the JSON-RPC message is at most {MAX_BODY_BYTES} bytes")
 
 
 def _refusal(status: int, detail: str, headers: dict[str, str] | None = None) -> HttpRefusal:
-    code = STATUS_CODES.get(status, ErrorCode.invalid_params)
-    return HttpRefusal(code, detail, headers=headers or {}, http_status=status)
+    return HttpRefusal(error_for_status(status, detail, ErrorCode.invalid_params), status=status, headers=headers)
 
 
 def _replaying(body: bytes, receive: Receive) -> Receive:
@@ -147,8 +134,8 @@ class McpHttp:
             body = await read_capped(request, MAX_BODY_BYTES, _too_large)
             check_envelope(body)
             if self._manager is None:
-                raise ApiError(ErrorCode.backend_unavailable, "the MCP transport is not running")
-        except ApiError as error:
+                raise BackendUnavailable("the MCP transport is not running")
+        except (DomainError, HttpRefusal) as error:
             await problem_response(request, error)(scope, receive, send)
             return
         except EnvelopeError as error:
@@ -160,9 +147,9 @@ class McpHttp:
     def _check_addressed(self, request: Request) -> None:
         """Refuse a request whose Host or Origin names another site (a rebound DNS name)."""
         if not self._origins.host_allowed(request.headers.get("host")):
-            raise ApiError(ErrorCode.permission_denied, f"the Host header does not name this service ({self._public_url})")
+            raise PermissionDenied(f"the Host header does not name this service ({self._public_url})")
         if not self._origins.origin_allowed(request.headers.get("origin")):
-            raise ApiError(ErrorCode.permission_denied, f"requests from this Origin are not served; this service is {self._public_url}")
+            raise PermissionDenied(f"requests from this Origin are not served; this service is {self._public_url}")
 
     async def _authenticate(self, request: Request) -> Caller:
         """Who is calling, from the bearer token; 401 with the RFC 9728 challenge otherwise."""
@@ -173,7 +160,7 @@ class McpHttp:
             if token is not None:
                 challenge += ', error="invalid_token"'
             detail = "send Authorization: Bearer <token>" if token is None else "the bearer token is not valid"
-            raise ApiError(ErrorCode.unauthorized, detail, headers={"WWW-Authenticate": challenge})
+            raise HttpRefusal(Unauthorized(detail), headers={"WWW-Authenticate": challenge})
         return Caller(token, principal, request_id=getattr(request.state, "request_id", None))
 
 

@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from memory_bank.capabilities.execute import Caller, problem_for_agent
-from memory_bank.errors import ApiError
+from memory_bank.errors import DomainError
 
 #: JSON-RPC's implementation-defined server error: the request was refused, not broken.
 #: ``data`` is the problem document (``code``, ``retry_after_seconds``...).
@@ -29,7 +29,7 @@ REFUSED = -32000
 CALL_TOOL = "tools/call"
 
 
-def _refused(error: ApiError) -> MCPError:
+def _refused(error: DomainError) -> MCPError:
     """A refusal of a request that has no tool result to carry it, as a JSON-RPC error."""
     return MCPError(code=REFUSED, message=error.detail, data=problem_for_agent(error))
 
@@ -59,6 +59,6 @@ class Metering:
         if ctx.request_id is not None and not charged_later:
             try:
                 await self._admit(self._caller_of(ctx))
-            except ApiError as error:
+            except DomainError as error:
                 raise _refused(error) from None
         return await call_next(ctx)

@@ -25,11 +25,11 @@ from typing import Any
 import mcp_types as types
 from jsonschema import Draft202012Validator
 
+from memory_bank.api.problems import validation_error
 from memory_bank.capabilities.execute import Call, Caller, Executor, Outcome, Refusal, decode_groups, schema_failures
 from memory_bank.capabilities.registry import CapabilityRegistry
-from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.errors import BackendError, DomainError, ErrorCode
 from memory_bank.observability.audit import AuditEvent, AuditLog
-from memory_bank.problems import validation_error
 from memory_bank.security.rate_limit import RateLimiter
 from memory_bank.settings import McpToolsMode
 
@@ -143,7 +143,7 @@ class Toolbox:
         return tools
 
     async def admit(self, caller: Caller) -> None:
-        """Charge one request of ``caller`` to its org; ``ApiError`` (``rate_limited``...) refuses it."""
+        """Charge one request of ``caller`` to its org; ``DomainError`` (``rate_limited``...) refuses it."""
         await self._limiter.admit(caller.principal.org_id)
 
     async def call(self, name: str, arguments: Mapping[str, Any], caller: Caller) -> Outcome:
@@ -161,7 +161,7 @@ class Toolbox:
             raise
         except Exception:
             log.exception("tool %s failed unexpectedly", name)
-            outcome = Outcome.failure(ApiError(ErrorCode.backend_error, "unexpected server error"))
+            outcome = Outcome.failure(BackendError("unexpected server error"))
         self._record(name, caller, requested_at, start, outcome.error_code)
         return outcome
 
@@ -187,7 +187,7 @@ class Toolbox:
             step = self._prepare(name, arguments, caller)
         except UnknownTool:
             # Refused whatever the budget says; what matters is that it spends the budget.
-            with contextlib.suppress(ApiError):
+            with contextlib.suppress(DomainError):
                 await self.admit(caller)
             raise
         if isinstance(step, Call):
@@ -195,7 +195,7 @@ class Toolbox:
         if step.metered:
             try:
                 await self.admit(caller)
-            except ApiError as refused:
+            except DomainError as refused:
                 return Outcome.failure(refused)
         return Outcome.failure(step.error)
 

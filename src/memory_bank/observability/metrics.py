@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from starlette.responses import Response
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 #: Request latency buckets (seconds): sub-millisecond cache hits up to slow full-text scans.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -81,7 +80,3 @@ class Metrics:
     def watch_audit_queue(self, depth: Callable[[], int]) -> None:
         """Read the queue depth at scrape time rather than tracking every put and get."""
         self.audit_queue_depth.set_function(depth)
-
-    def exposition(self) -> Response:
-        """The ``/metrics`` response in the Prometheus text format."""
-        return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)

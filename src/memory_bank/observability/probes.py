@@ -1,8 +1,8 @@
-"""``/ready``: can this replica serve, i.e. are its database and (when configured) Redis reachable?
+"""Readiness: can this replica serve, i.e. are its database and (when configured) Redis reachable?
 
 ``/health`` only says the process is up; a load balancer that routes by ``/ready``
-stops sending traffic to a replica that has lost its dependencies instead of letting
-it answer 503 to every call. The 503 is a problem document naming what is down.
+(``api.routes``) stops sending traffic to a replica that has lost its dependencies
+instead of letting it answer 503 to every call.
 """
 
 from __future__ import annotations
@@ -12,12 +12,6 @@ import logging
 import redis
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
-from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-
-from memory_bank.errors import ApiError, ErrorCode
-from memory_bank.problems import PROBLEM_JSON
 
 log = logging.getLogger(__name__)
 
@@ -51,13 +45,3 @@ class Readiness:
             log.warning("readiness: redis unreachable: %s", exc)
             return False
         return True
-
-    async def endpoint(self, request: Request) -> JSONResponse:
-        checks = await run_in_threadpool(self.check)
-        status = {name: "ok" if ok else "unreachable" for name, ok in checks.items()}
-        down = [name for name, ok in checks.items() if not ok]
-        if not down:
-            return JSONResponse({"status": "ready", "checks": status})
-        error = ApiError(ErrorCode.backend_unavailable, f"not ready: {', '.join(down)} unreachable")
-        body = error.problem(request_id=getattr(request.state, "request_id", None), instance=request.url.path)
-        return JSONResponse(body | {"checks": status}, status_code=error.status, media_type=PROBLEM_JSON)

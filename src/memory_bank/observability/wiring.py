@@ -1,9 +1,9 @@
-"""Builds and installs the operational parts of one app: metrics, rate limiter, audit log, probes.
+"""Builds the operational parts of one app: metrics, rate limiter, audit log, probes.
 
-``create_app`` calls ``Operations.build`` and ``install`` and enters ``running()``
-in its lifespan, so the app factory stays a list of parts rather than their
-assembly. Everything is per app (own metrics registry, own Redis client, own audit
-writer): tests build many apps in one process.
+``create_app`` calls ``Operations.build``, hands the parts to the HTTP edge and
+enters ``running()`` in its lifespan, so the app factory stays a list of parts
+rather than their assembly. Everything is per app (own metrics registry, own Redis
+client, own audit writer): tests build many apps in one process.
 """
 
 from __future__ import annotations
@@ -13,11 +13,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import redis
-from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 
 from memory_bank.observability.audit import AuditLog
-from memory_bank.observability.calls import CallObserver
 from memory_bank.observability.metrics import Metrics
 from memory_bank.observability.probes import Readiness
 from memory_bank.security.rate_limit import RateLimiter, redis_client
@@ -44,13 +42,6 @@ class Operations:
             readiness=Readiness(engine, client),
             redis=client,
         )
-
-    def install(self, app: FastAPI) -> None:
-        """The call observer, ``/ready`` and ``/metrics``; ``app.state.audit`` for the MCP layer."""
-        app.state.audit = self.audit
-        app.add_middleware(CallObserver, metrics=self.metrics, audit=self.audit)
-        app.add_api_route("/ready", self.readiness.endpoint, include_in_schema=False)
-        app.add_api_route("/metrics", self.metrics.exposition, include_in_schema=False)
 
     @contextmanager
     def running(self) -> Iterator[None]:

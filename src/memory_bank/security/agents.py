@@ -17,7 +17,7 @@ from typing import Protocol
 
 from starlette.concurrency import run_in_threadpool
 
-from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.errors import PermissionDenied
 from memory_bank.observability.audit import attribute_agent
 from memory_bank.security.principal import Principal
 
@@ -47,12 +47,12 @@ class AgentResolver:
         """
         agent_id = principal.agent_id or requested_agent_id
         if agent_id is None:
-            raise ApiError(ErrorCode.permission_denied, NO_AGENT)
+            raise PermissionDenied(NO_AGENT)
         row = await run_in_threadpool(self._agents.find, principal.org_id, agent_id)
         if row is None:
-            raise ApiError(ErrorCode.permission_denied, f"agent {agent_id!r} is not registered in this org")
+            raise PermissionDenied(f"agent {agent_id!r} is not registered in this org")
         if not row.active:
-            raise ApiError(ErrorCode.permission_denied, f"agent {agent_id!r} is deactivated")
+            raise PermissionDenied(f"agent {agent_id!r} is deactivated")
         attribute_agent(agent_id)
         return agent_id
 

@@ -27,7 +27,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 from starlette.concurrency import run_in_threadpool
 
-from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.errors import RateLimited, RateLimitUnavailable
 from memory_bank.observability.metrics import Metrics
 from memory_bank.settings import Settings
 
@@ -156,10 +156,9 @@ class RateLimiter:
         if count > self.budget(org_id):
             self._metrics.rate_limited.inc()
             retry_after = max(1, math.ceil((minute + 1) * 60 - now))
-            raise ApiError(
-                ErrorCode.rate_limited,
+            raise RateLimited(
                 f"this organisation's budget of {self.budget(org_id)} requests per minute is spent",
-                headers={"Retry-After": str(retry_after)},
+                retry_after=retry_after,
             )
 
     def _on_failure(self, exc: redis.RedisError) -> None:
@@ -169,7 +168,7 @@ class RateLimiter:
             self._failing = True
             log.warning("rate limiter backend failing (%s); failing %s", exc, outcome)
         if self._fail_closed:
-            raise ApiError(ErrorCode.rate_limit_unavailable, "the rate limiter is unavailable; retry shortly")
+            raise RateLimitUnavailable("the rate limiter is unavailable; retry shortly")
 
     def _on_success(self) -> None:
         if self._failing:

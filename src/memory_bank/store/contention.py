@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
-from memory_bank.errors import ApiError, ErrorCode
+from memory_bank.errors import BackendUnavailable
 
 #: How long a write waits for this process's earlier writes to one SQLite file.
 SQLITE_WRITE_QUEUE_SECONDS = 30.0
@@ -29,7 +29,7 @@ _SQLITE_CONTENTION = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 BUSY_RETRY_AFTER_SECONDS = 1
 
 
-class DatabaseBusy(ApiError):
+class DatabaseBusy(BackendUnavailable):
     """The database is up but a lock could not be had in time: a retry will likely succeed.
 
     ``deadlock``: the server chose this transaction as a deadlock victim, which it does
@@ -37,11 +37,7 @@ class DatabaseBusy(ApiError):
     """
 
     def __init__(self, *, deadlock: bool = False) -> None:
-        super().__init__(
-            ErrorCode.backend_unavailable,
-            "the database is busy with other writes; retry shortly",
-            headers={"Retry-After": str(BUSY_RETRY_AFTER_SECONDS)},
-        )
+        super().__init__("the database is busy with other writes; retry shortly", retry_after=BUSY_RETRY_AFTER_SECONDS)
         self.deadlock = deadlock
 
 

@@ -41,7 +41,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col
 
-from memory_bank.errors import ApiError, ErrorCode, FieldError
+from memory_bank.errors import Conflict, FieldError, InvalidInput
 from memory_bank.security.principal import Principal
 from memory_bank.store.columns import ID_LENGTH, command_line_safe
 from memory_bank.store.database import transaction
@@ -101,13 +101,12 @@ def copy_id(principal: Principal, original_id: str) -> str:
 
 
 def line_error(line: int, rule: str, message: str) -> FieldError:
-    return FieldError(f"/body/line/{line}", rule, message)
+    return FieldError(f"line {line}", rule, message)
 
 
-def invalid_lines(errors: list[FieldError]) -> ApiError:
+def invalid_lines(errors: list[FieldError]) -> InvalidInput:
     listed = "" if len(errors) <= MAX_REPORTED_ERRORS else f" (the first {MAX_REPORTED_ERRORS} are listed)"
-    return ApiError(
-        ErrorCode.invalid_params,
+    return InvalidInput(
         f"{len(errors)} line(s) are invalid{listed}; nothing was imported",
         errors[:MAX_REPORTED_ERRORS],
     )
@@ -250,7 +249,7 @@ class _Checker:
 
 
 def plan(session: Session, principal: Principal, records: Sequence[Record]) -> list[list[Planned]]:
-    """The records as batches to write, or 422 naming every line that would break a chain."""
+    """The records as batches to write, or ``InvalidInput`` naming every line that would break a chain."""
     file_ids = {r.id for r in records} | {r.parent for r in records if r.parent}
     candidates = file_ids | {copy_id(principal, memory_id) for memory_id in file_ids}
     stored = _owned_rows(session, principal, candidates)
@@ -268,7 +267,7 @@ def plan(session: Session, principal: Principal, records: Sequence[Record]) -> l
         retired = {r.parent for r in new if r.parent is not None and r.parent in stored}
         checker.check_keypaths(heads, _current_at_keypaths(session, principal, keypaths), retired)
     if checker.errors:
-        checker.errors.sort(key=lambda e: int(e.field.rsplit("/", 1)[1]))
+        checker.errors.sort(key=lambda e: int(e.field.removeprefix("line ")))
         raise invalid_lines(checker.errors)
     return _batches(new, roots, stored)
 
@@ -385,8 +384,7 @@ def _write_retrying(engine: Engine, principal: Principal, batch: Sequence[Planne
         except (Raced, IntegrityError, OperationalError) as exc:
             if not _raced(exc):
                 raise
-    raise ApiError(
-        ErrorCode.conflict,
+    raise Conflict(
         f"your memories changed while the import was written; {written} records were written and stay "
         "(importing the same file again skips them)",
     )

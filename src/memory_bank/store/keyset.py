@@ -18,7 +18,7 @@ from pydantic import AwareDatetime, StringConstraints, TypeAdapter
 from sqlalchemy import ColumnElement
 from sqlmodel import col
 
-from memory_bank.errors import ApiError, ErrorCode, FieldError
+from memory_bank.errors import FieldError, InvalidInput
 from memory_bank.store.columns import ID_LENGTH
 from memory_bank.store.tables import MemoryRow
 
@@ -57,7 +57,7 @@ def encode_cursor(key: Key) -> str:
 
 
 def decode_cursor(cursor: str) -> Key:
-    """The key inside a cursor, in UTC; one that names no position is the caller's mistake (422).
+    """The key inside a cursor, in UTC; one that names no position is the caller's mistake (``InvalidInput`` at ``cursor``).
 
     Every way a string can fail lands here, including a time that exists in its own
     zone but not in UTC (year 1 at +05:00, year 9999 at -05:00): the columns compare
@@ -68,8 +68,7 @@ def decode_cursor(cursor: str) -> Key:
         created_at, memory_id = _POSITION.validate_json(raw, strict=True)
         return created_at.astimezone(UTC), memory_id
     except (binascii.Error, ValueError, OverflowError) as exc:
-        raise ApiError(
-            ErrorCode.invalid_params,
+        raise InvalidInput(
             "cursor is not one this server issued",
-            [FieldError("/query/cursor", "format", "pass a next_cursor value unchanged")],
+            [FieldError("cursor", "format", "pass a next_cursor value unchanged")],
         ) from exc

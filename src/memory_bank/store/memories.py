@@ -26,17 +26,17 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col
 
-from memory_bank.errors import ApiError, ErrorCode, not_found
+from memory_bank.errors import Conflict, NotFound
 from memory_bank.security.principal import Principal
 from memory_bank.store import importer
 from memory_bank.store.columns import new_id, utcnow
 from memory_bank.store.contention import DatabaseBusy
 from memory_bank.store.database import search_backend, transaction
+from memory_bank.store.embeddings import Embedder
 from memory_bank.store.filters import MemoryFilter, current, not_deleted, owned_by, visible_to
 from memory_bank.store.idempotency import content_hash, content_key, header_key
-from memory_bank.store.keyset import beyond, decode_cursor, encode_cursor, key_of, order
-from memory_bank.store.embeddings import Embedder
 from memory_bank.store.indexing import EMBEDDER_OPTION
+from memory_bank.store.keyset import beyond, decode_cursor, encode_cursor, key_of, order
 from memory_bank.store.search_ranking import MemorySearch
 from memory_bank.store.tables import FeedbackRow, MemoryRow
 
@@ -50,19 +50,15 @@ VERSIONED_FIELDS = (
 PUT_ATTEMPTS = 8
 
 
-def _conflict(detail: str) -> ApiError:
-    return ApiError(ErrorCode.conflict, detail)
-
-
-class ConcurrentChange(ApiError):
+class ConcurrentChange(Conflict):
     """Another writer extended or deleted the chain between our read and our write."""
 
     def __init__(self) -> None:
-        super().__init__(ErrorCode.conflict, "the memory was changed concurrently; read it again")
+        super().__init__("the memory was changed concurrently; read it again")
 
 
-def _keypath_taken(keypath: str) -> ApiError:
-    return _conflict(f"keypath {keypath!r} already has a current value; PUT /v1/memory/keypaths/{keypath} to replace it")
+def _keypath_taken(keypath: str) -> Conflict:
+    return Conflict(f"keypath {keypath!r} already has a current value; PUT /v1/memory/keypaths/{keypath} to replace it")
 
 
 class MemoryStore:
@@ -108,7 +104,7 @@ class MemoryStore:
             if first is None:
                 raise
         if first.content_hash != digest:
-            raise _conflict("this Idempotency-Key was already used for different content")
+            raise Conflict("this Idempotency-Key was already used for different content")
         return first, False
 
     def _current_at(self, session: Session, principal: Principal, keypath: str) -> MemoryRow | None:
@@ -169,7 +165,7 @@ class MemoryStore:
     def _one(self, session: Session, *where: ColumnElement[bool]) -> MemoryRow:
         row = session.scalars(sa.select(MemoryRow).where(*where)).first()
         if row is None:
-            raise not_found("memory")
+            raise NotFound.of("memory")
         return row
 
     def history(self, principal: Principal, memory_id: str) -> list[MemoryRow]:
@@ -232,9 +228,9 @@ class MemoryStore:
         with transaction(self._engine, write=True) as session:
             head = self._writable(session, principal, memory_id)
             if head.superseded_at is not None:
-                raise _conflict("this version was superseded; patch the current version instead")
+                raise Conflict("this version was superseded; patch the current version instead")
             if expected_version is not None and expected_version != head.version:
-                raise _conflict(f"expected version {expected_version}, but the current version is {head.version}")
+                raise Conflict(f"expected version {expected_version}, but the current version is {head.version}")
             values = {name: getattr(head, name) for name in VERSIONED_FIELDS} | dict(changes)
             return self._supersede(session, principal, principal.agent_id, head, values)
 
@@ -265,7 +261,7 @@ class MemoryStore:
         with transaction(self._engine, write=True) as session:
             head = self._writable(session, principal, memory_id)
             if head.superseded_at is not None:
-                raise _conflict("this version was superseded; delete the current version instead")
+                raise Conflict("this version was superseded; delete the current version instead")
             self._stamp(session, head, "deleted_at", utcnow())
             session.execute(
                 sa.update(MemoryRow)
@@ -320,7 +316,7 @@ class MemoryStore:
             )
             row = session.scalars(statement).first()
         if row is None:
-            raise not_found("keypath")
+            raise NotFound.of("keypath")
         return row
 
     # -- feedback -------------------------------------------------------------

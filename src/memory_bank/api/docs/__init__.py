@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from memory_bank.docs.assets import mount_assets
-from memory_bank.docs.pages import add_pages
+from memory_bank.api.docs.assets import mount_assets
+from memory_bank.api.docs.pages import add_pages
 
 
 def install_docs(app: FastAPI) -> None:

@@ -1,14 +1,15 @@
-"""The small runtime that generated code is written against.
+"""Request bodies in and replies out: what the generated routes read and render with.
 
 Like oapi-codegen's strict server, ``memory_bank.generated.routes`` never touches the
 database or the token table: it validates input with the generated models, asks an
-``Authorize`` dependency for the principal, calls the handwritten implementation of
-``memory_bank.generated.interface``, and renders the ``Reply`` it gets back here.
+``Authorize`` dependency (``api.auth``) for the principal, calls the handwritten
+implementation of ``memory_bank.generated.interface``, and renders the ``Reply`` it
+gets back here.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -18,23 +19,13 @@ from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from memory_bank.errors import ApiError, ErrorCode, FieldError
-from memory_bank.problems import field_errors, validation_error
-from memory_bank.security.principal import Principal
+from memory_bank.api.problems import validation_error
+from memory_bank.errors import DomainError, FieldError, InvalidInput, PayloadTooLarge, field_errors
 
 #: Covariant: a ``Reply[Memory]`` is a ``Reply[object]``, which is all ``render_reply`` reads.
 T_co = TypeVar("T_co", covariant=True)
 #: The generated model a JSON body is validated into.
 BodyT = TypeVar("BodyT", bound=pydantic.BaseModel)
-
-#: The ``x-capability.permission`` of operations any valid token may call, whatever its
-#: permissions: asking what one may call must work for every token, or a write-only
-#: token could discover nothing.
-ANY_TOKEN = "token:any"
-
-#: ``authorize(permission)`` returns a FastAPI dependency that authenticates the
-#: request, checks ``permission`` and the rate limit, and yields the principal.
-Authorize = Callable[[str], Callable[..., Awaitable[Principal]]]
 
 #: A body streamed as text, e.g. JSON lines; each item ends with its own newline.
 TextStream = AsyncIterator[str]
@@ -84,8 +75,7 @@ def _decode(body: bytes) -> str:
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ApiError(
-            ErrorCode.invalid_params,
+        raise InvalidInput(
             "the request body is not UTF-8 text",
             [FieldError("/body", "encoding", f"byte {exc.start} is not valid UTF-8")],
         ) from None
@@ -111,7 +101,7 @@ async def read_json_body(request: Request, shape: type[BodyT], *, max_bytes: int
 
 
 async def read_capped(
-    request: Request, max_bytes: int | None, too_large: Callable[[], ApiError] | None = None
+    request: Request, max_bytes: int | None, too_large: Callable[[], DomainError] | None = None
 ) -> bytes:
     """The whole body, refused with 413 unread when Content-Length says it is over ``max_bytes``.
 
@@ -133,8 +123,5 @@ async def read_capped(
     return b"".join(chunks)
 
 
-def _too_many_bytes(max_bytes: int | None) -> ApiError:
-    return ApiError(ErrorCode.payload_too_large, f"the request body is at most {max_bytes} bytes")
-
-
-__all__ = ["ANY_TOKEN", "Authorize", "Principal", "Reply", "TextStream", "read_capped", "read_json_body", "read_text_body", "render_reply"]
+def _too_many_bytes(max_bytes: int | None) -> PayloadTooLarge:
+    return PayloadTooLarge(f"the request body is at most {max_bytes} bytes")

@@ -7,7 +7,7 @@ counts the call against the org's rate limit and returns the principal: the one
 place every REST and MCP call passes through, so each admitted call is charged
 exactly once. The permission is checked before the charge: a token refused for
 lack of a permission must not spend the budget its org's other tokens live on.
-The audit event is written around the call by ``observability.calls``.
+The audit event is written around the call (``api.middleware.CallObserver``).
 """
 
 from __future__ import annotations
@@ -17,13 +17,19 @@ from collections.abc import Awaitable, Callable
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
-from memory_bank.errors import ApiError, ErrorCode
-from memory_bank.runtime import ANY_TOKEN, Authorize
+from memory_bank.errors import PermissionDenied, Unauthorized
 from memory_bank.security.principal import Principal
 from memory_bank.security.rate_limit import RateLimiter
 from memory_bank.store.tokens import TokenStore
 
-_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="memory-bank"'}
+#: The ``x-capability.permission`` of operations any valid token may call, whatever its
+#: permissions: asking what one may call must work for every token, or a write-only
+#: token could discover nothing.
+ANY_TOKEN = "token:any"
+
+#: ``authorize(permission)`` returns a FastAPI dependency that authenticates the
+#: request, checks ``permission`` and the rate limit, and yields the principal.
+Authorize = Callable[[str], Callable[..., Awaitable[Principal]]]
 
 
 def bearer_token(request: Request) -> str | None:
@@ -37,10 +43,10 @@ def make_authorize(tokens: TokenStore, limiter: RateLimiter) -> Authorize:
     async def authenticate(request: Request) -> Principal:
         token = bearer_token(request)
         if token is None:
-            raise ApiError(ErrorCode.unauthorized, "send Authorization: Bearer <token>", headers=_CHALLENGE)
+            raise Unauthorized("send Authorization: Bearer <token>")
         principal = await run_in_threadpool(tokens.verify, token)
         if principal is None:
-            raise ApiError(ErrorCode.unauthorized, "the bearer token is not valid", headers=_CHALLENGE)
+            raise Unauthorized("the bearer token is not valid")
         return principal
 
     def authorize(permission: str) -> Callable[[Request], Awaitable[Principal]]:
@@ -48,7 +54,7 @@ def make_authorize(tokens: TokenStore, limiter: RateLimiter) -> Authorize:
             principal = await authenticate(request)
             request.state.principal = principal
             if permission != ANY_TOKEN and not principal.allows(permission):
-                raise ApiError(ErrorCode.permission_denied, f"this token lacks the {permission} permission")
+                raise PermissionDenied(f"this token lacks the {permission} permission")
             await limiter.admit(principal.org_id)
             return principal
 

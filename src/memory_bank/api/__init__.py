@@ -1,0 +1,1 @@
+"""The HTTP edge: problem documents, the bearer dependency, body readers, middlewares, operational routes, docs."""

@@ -1,0 +1,216 @@
+"""Every failure leaves the app as an RFC 9457 problem document with a DESIGN §6 code.
+
+The one map from a domain error's code to its HTTP status and title lives here, with
+the renderer and the exception handlers. FastAPI's own 422 body and Starlette's HTML
+500 would give clients two error formats and leak internals; these handlers give one
+format with a stable ``code`` and, for bad input, a JSON pointer, rule and message per
+failing field. Exceptions no handler here expects become the 500 document in
+``api.middleware.UnexpectedErrorMiddleware``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import OperationalError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
+
+from memory_bank.errors import (
+    ERROR_BY_CODE,
+    BackendUnavailable,
+    DomainError,
+    ErrorCode,
+    FieldError,
+    InvalidInput,
+    PayloadTooLarge,
+    field_errors,
+    json_pointer,
+)
+
+log = logging.getLogger(__name__)
+
+PROBLEM_JSON = "application/problem+json"
+
+#: The methods an ``Allow`` header may name, in the order it names them.
+HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+#: Over a size bound in a body: the client sent too much, not something malformed.
+SIZE_RULES = frozenset({"maxLength", "maxItems"})
+
+
+@dataclass(frozen=True)
+class ProblemType:
+    """How one code reads over HTTP: its status and the problem document's ``title``."""
+
+    status: int
+    title: str
+
+
+PROBLEM_TYPES: dict[ErrorCode, ProblemType] = {
+    ErrorCode.unauthorized: ProblemType(401, "Missing or invalid bearer token"),
+    ErrorCode.permission_denied: ProblemType(403, "Permission denied"),
+    ErrorCode.not_found: ProblemType(404, "Not found"),
+    ErrorCode.method_not_allowed: ProblemType(405, "Method not allowed"),
+    ErrorCode.invalid_params: ProblemType(422, "Invalid parameters"),
+    ErrorCode.payload_too_large: ProblemType(413, "Payload too large"),
+    ErrorCode.conflict: ProblemType(409, "Conflict"),
+    ErrorCode.rate_limited: ProblemType(429, "Rate limit exceeded"),
+    ErrorCode.rate_limit_unavailable: ProblemType(503, "Rate limiter unavailable"),
+    ErrorCode.backend_unavailable: ProblemType(503, "Backend unavailable"),
+    ErrorCode.backend_error: ProblemType(500, "Backend error"),
+}
+
+#: The code an HTTP status stands for when nothing more is known (Starlette's own
+#: refusals, a response without a problem body); each caller picks its fallback.
+CODE_BY_STATUS: dict[int, ErrorCode] = {
+    401: ErrorCode.unauthorized,
+    403: ErrorCode.permission_denied,
+    404: ErrorCode.not_found,
+    405: ErrorCode.method_not_allowed,
+    409: ErrorCode.conflict,
+    413: ErrorCode.payload_too_large,
+    429: ErrorCode.rate_limited,
+}
+
+#: A 401 names the scheme to authenticate with (RFC 9110 §11.6.1).
+_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="memory-bank"'}
+
+
+class HttpRefusal(Exception):
+    """A refusal the HTTP edge makes itself: headers of its own and, at need, a status its code does not imply.
+
+    ``status`` defaults to the code's; the MCP transport refuses with 405, 406 and 415
+    under ``invalid_params`` and ``method_not_allowed``, and with its own challenge.
+    """
+
+    def __init__(self, error: DomainError, *, status: int | None = None, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.status = status or status_of(error)
+        self.headers = dict(headers or {})
+
+
+def error_for_status(status: int, detail: str, fallback: ErrorCode) -> DomainError:
+    """The error an HTTP status stands for (``fallback`` when no one code does)."""
+    return ERROR_BY_CODE[CODE_BY_STATUS.get(status, fallback)](detail)
+
+
+def status_of(error: DomainError) -> int:
+    return PROBLEM_TYPES[error.code].status
+
+
+def problem_document(
+    error: DomainError, *, status: int | None = None, request_id: str | None = None, instance: str | None = None
+) -> dict[str, Any]:
+    """The RFC 9457 body for ``error``."""
+    problem_type = PROBLEM_TYPES[error.code]
+    body: dict[str, Any] = {
+        "type": f"https://memory-bank.dev/problems/{error.code.value}",
+        "title": problem_type.title,
+        "status": status or problem_type.status,
+        "code": error.code.value,
+        "detail": error.detail,
+    }
+    if instance:
+        body["instance"] = instance
+    if request_id:
+        body["request_id"] = request_id
+    if error.errors:
+        body["errors"] = [vars(e) for e in error.errors]
+    return body
+
+
+def headers_of(error: DomainError) -> dict[str, str]:
+    """The headers the code implies: a 401's challenge, the wait before a retry."""
+    headers = dict(_CHALLENGE) if error.code is ErrorCode.unauthorized else {}
+    if error.retry_after is not None:
+        headers["Retry-After"] = str(error.retry_after)
+    return headers
+
+
+def validation_error(errors: list[FieldError]) -> InvalidInput | PayloadTooLarge:
+    """413 when every failure is a body over its size bound, else 422 naming each field."""
+    too_large = all(e.rule in SIZE_RULES and e.field.startswith("/body") for e in errors)
+    kind = PayloadTooLarge if errors and too_large else InvalidInput
+    summary = "; ".join(f"{e.field or '/'}: {e.message}" for e in errors[:5])
+    return kind(summary or "the request does not match the schema", errors)
+
+
+@contextmanager
+def fields_from(source: str) -> Iterator[None]:
+    """Re-point the field errors raised inside at the request part they came from.
+
+    The store and the file format name fields as they know them (``cursor``,
+    ``line 3``, ``""`` for the whole input); the handler that passed them knows they
+    are ``/query/cursor``, ``/body/line/3`` or ``/body``, which is what clients are told.
+    """
+    try:
+        yield
+    except DomainError as error:
+        error.errors = [replace(e, field=json_pointer((source, *e.field.split()))) for e in error.errors]
+        raise
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method the app would route at this request's path.
+
+    Starlette's 405 names only the methods of the first route whose path matched, but
+    a path such as ``/v1/memory/{memory_id}`` is served by one route per method; so
+    each method is put to the router's own matching.
+    """
+    routes = request.app.router.routes
+    return [
+        method
+        for method in HTTP_METHODS
+        if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes)
+    ]
+
+
+def problem_response(request: Request, failure: DomainError | HttpRefusal) -> JSONResponse:
+    refusal = failure if isinstance(failure, HttpRefusal) else HttpRefusal(failure)
+    request_id = getattr(request.state, "request_id", None)
+    error = refusal.error
+    return JSONResponse(
+        problem_document(error, status=refusal.status, request_id=request_id, instance=request.url.path),
+        status_code=refusal.status,
+        media_type=PROBLEM_JSON,
+        headers=headers_of(error) | refusal.headers or None,
+    )
+
+
+def install_problem_handlers(app: FastAPI) -> None:
+    """Route every exception class a request can raise to one problem+json renderer."""
+
+    async def on_domain_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, DomainError | HttpRefusal)
+        return problem_response(request, exc)
+
+    async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return problem_response(request, validation_error(field_errors(exc.errors())))
+
+    async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = ", ".join(allowed_methods(request))
+        error = error_for_status(exc.status_code, str(exc.detail), ErrorCode.invalid_params)
+        return problem_response(request, HttpRefusal(error, headers=headers))
+
+    async def on_database_down(request: Request, exc: Exception) -> JSONResponse:
+        log.warning("database unreachable: %s", exc)
+        return problem_response(request, BackendUnavailable("the database is unreachable"))
+
+    app.add_exception_handler(DomainError, on_domain_error)
+    app.add_exception_handler(HttpRefusal, on_domain_error)
+    app.add_exception_handler(RequestValidationError, on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, on_http_error)
+    app.add_exception_handler(OperationalError, on_database_down)
