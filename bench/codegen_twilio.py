@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+sys.path.insert(0, str(ROOT / "src"))
 
-from codegen.catalog_builder import build_catalogs  # noqa: E402
-from codegen.cli import render_package  # noqa: E402
-from codegen.loader import load_spec  # noqa: E402
-from codegen.render_data import render_catalog  # noqa: E402
+from memory_bank_codegen.catalog_builder import build_catalogs  # noqa: E402
+from memory_bank_codegen.cli import render_package  # noqa: E402
+from memory_bank_codegen.loader import load_spec  # noqa: E402
+from memory_bank_codegen.render_data import render_catalog  # noqa: E402
 
 T = TypeVar("T")
 DEFAULT_ROOT = ROOT.parent / "shared" / "evals" / "large-specs" / "twilio"

@@ -10,7 +10,7 @@ import yaml
 from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
 
-from codegen.cli import render_package
+from memory_bank_codegen.cli import render_package
 from memory_bank.handlers import transfer
 from memory_bank.problems import install_problem_handlers
 from memory_bank.runtime import read_text_body

@@ -9,9 +9,9 @@ from typing import Any
 import yaml
 from typer.testing import CliRunner
 
-from codegen.changes import compare
-from codegen.cli import cli
-from codegen.loader import load_spec
+from memory_bank_codegen.changes import compare
+from memory_bank_codegen.cli import cli
+from memory_bank_codegen.loader import load_spec
 
 SPEC = Path(__file__).resolve().parent.parent / "openapi" / "memory.yaml"
 

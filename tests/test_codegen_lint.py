@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from codegen.lint import LintIssue, lint_spec
-from codegen.loader import SpecError, load_spec
+from memory_bank_codegen.lint import LintIssue, lint_spec
+from memory_bank_codegen.loader import SpecError, load_spec
 
 PROBLEM = {"content": {"application/problem+json": {"schema": {"type": "object"}}}}
 

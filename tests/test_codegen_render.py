@@ -14,7 +14,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from codegen.cli import render_package, stale_files
+from memory_bank_codegen.cli import render_package, stale_files
 from memory_bank.generated import models
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,7 +23,7 @@ GENERATED = ROOT / "src" / "memory_bank" / "generated"
 
 
 def regenerate(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codegen", *args], cwd=cwd, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "memory_bank_codegen", *args], cwd=cwd, capture_output=True, text=True)
 
 
 def test_rendering_is_byte_identical_across_runs() -> None:
@@ -40,6 +40,18 @@ def test_every_file_carries_the_do_not_edit_header_with_the_spec_digest() -> Non
 def test_committed_code_is_current() -> None:
     result = regenerate("--check")
     assert result.returncode == 0, result.stderr
+
+
+def test_the_defaults_find_the_checkout_from_any_of_its_folders() -> None:
+    result = regenerate("--check", cwd=ROOT / "tests" / "golden")
+    assert result.returncode == 0, result.stderr
+    assert "openapi/memory.yaml" in result.stdout
+
+
+def test_outside_a_checkout_the_defaults_are_a_clear_error(tmp_path: Path) -> None:
+    result = regenerate("--check", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "is not inside a checkout" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_check_fails_and_names_stale_files_when_a_summary_changes(tmp_path: Path) -> None:

@@ -1,3 +1,3 @@
-from codegen.cli import run
+from memory_bank_codegen.cli import run
 
 run()

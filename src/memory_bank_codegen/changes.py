@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codegen.loader import iter_operations, resolve_ref
+from memory_bank_codegen.loader import iter_operations, resolve_ref
 
 #: The parts of an operation a change is reported by, in the order they are listed.
 ASPECTS = ("route", "summary", "description", "tags", "x-capability", "security", "parameters", "requestBody", "responses")

@@ -17,8 +17,8 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from codegen.loader import Operation, deref, iter_operations, operation_parameters
-from codegen.schemas import to_json_schema
+from memory_bank_codegen.loader import Operation, deref, iter_operations, operation_parameters
+from memory_bank_codegen.schemas import to_json_schema
 
 __all__ = ["LintIssue", "lint_spec"]
 

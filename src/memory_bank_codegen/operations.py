@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from codegen.body_bounds import max_json_bytes
-from codegen.naming import pascal_case, snake_case
-from codegen.pytypes import CodegenError, TypeNamer, constraints
+from memory_bank_codegen.body_bounds import max_json_bytes
+from memory_bank_codegen.naming import pascal_case, snake_case
+from memory_bank_codegen.pytypes import CodegenError, TypeNamer, constraints
 
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 JSON = "application/json"

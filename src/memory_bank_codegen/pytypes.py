@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from codegen.naming import pascal_case
+from memory_bank_codegen.naming import pascal_case
 
 COMPONENT_PREFIX = "#/components/schemas/"
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from codegen.imports import ImportGroups, import_block
-from codegen.naming import pascal_case
-from codegen.pytypes import SCALARS, InlineModel, TypeNamer, component_refs, constraints, keyword_args
+from memory_bank_codegen.imports import ImportGroups, import_block
+from memory_bank_codegen.naming import pascal_case
+from memory_bank_codegen.pytypes import SCALARS, InlineModel, TypeNamer, component_refs, constraints, keyword_args
 
 IMPORTS: ImportGroups = (
     {"datetime": ("date", "datetime"), "typing": ("Annotated", "Any", "Literal")},
