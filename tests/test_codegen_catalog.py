@@ -12,7 +12,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from memory_bank_codegen.catalog_builder import HEADER_VALUE_PATTERN, build_catalog, build_catalogs
-from memory_bank_codegen.loader import HTTP_METHODS, load_spec
+from memory_bank_codegen.loader import load_spec
+from memory_bank_codegen.refs import HTTP_METHODS
 from memory_bank_codegen.schemas import to_json_schema
 
 REPO = Path(__file__).parents[1]

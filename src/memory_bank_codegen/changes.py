@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memory_bank_codegen.loader import iter_operations, resolve_ref
+from memory_bank_codegen.loader import iter_operations
+from memory_bank_codegen.refs import resolve_ref
 
 #: The parts of an operation a change is reported by, in the order they are listed.
 ASPECTS = ("route", "summary", "description", "tags", "x-capability", "security", "parameters", "requestBody", "responses")
