@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -129,5 +130,5 @@ def test_a_path_item_ref_is_a_route_and_a_tool(tmp_path: Path) -> None:
 
     rendered = render_package(_write(_edited(move), tmp_path), "spec.yaml")
     operation_id = load_spec(SPEC)["paths"][path]["get"]["operationId"]
-    assert f'@router.get("{path}", operation_id="{operation_id}"' in rendered["routes.py"]
-    assert f'"name": "{operation_id}"' in rendered["catalog.py"] or f"'name': '{operation_id}'" in rendered["catalog.py"]
+    assert f'@router.get("{path}",operation_id="{operation_id}"' in "".join(rendered["routes.py"].split())
+    assert operation_id in [capability["name"] for capability in json.loads(rendered["catalog.json"])]

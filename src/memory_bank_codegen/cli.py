@@ -20,7 +20,8 @@ from memory_bank_codegen.changes import committed_spec, compare
 from memory_bank_codegen.lint import lint_spec
 from memory_bank_codegen.loader import SpecError, load_spec
 from memory_bank_codegen.operations import read_operations
-from memory_bank_codegen.render_data import render_catalog, render_spec
+from memory_bank_codegen.formatting import format_python
+from memory_bank_codegen.render_data import render_catalog, render_json, render_reader
 from memory_bank_codegen.render_interface import render_interface
 from memory_bank_codegen.render_models import render_models
 from memory_bank_codegen.refs import ref_issues
@@ -32,6 +33,9 @@ HEADER = """\
 # spec sha256: {digest}
 # Edit the spec and run `regenerate-tools`; CI fails when this file drifts.
 """
+
+#: What the generator writes: modules, and the JSON data they read.
+GENERATED_SUFFIXES = (".py", ".json")
 
 #: Where the spec and the generated package sit in a checkout.
 DEFAULT_SPEC = Path("openapi/memory.yaml")
@@ -59,20 +63,29 @@ def render_package(spec_path: Path, spec_label: str) -> dict[str, str]:
     spec = checked_spec(spec_path)
     operations = read_operations(spec)
     header = HEADER.format(spec=spec_label, digest=hashlib.sha256(spec_path.read_bytes()).hexdigest())
-    bodies = {
+    python = {
         "__init__.py": f'"""Code generated from {spec_label}: models, interface, routes, catalog, spec."""\n',
         "models.py": render_models(spec),
         "interface.py": render_interface(operations, spec),
         "routes.py": render_routes(operations, spec),
-        "catalog.py": render_catalog(build_catalog(spec, source=spec_label)),
-        "spec.py": render_spec(spec),
+        "catalog.py": render_reader(
+            "CAPABILITIES",
+            "tuple[dict[str, Any], ...]",
+            "catalog.json",
+            "One capability per exposed operation: what ``search_capabilities`` ranks and MCP lists.",
+            as_tuple=True,
+        ),
+        "spec.py": render_reader(
+            "SPEC", "dict[str, Any]", "spec.json", "The handwritten spec; the app serves it at ``/openapi.json``."
+        ),
     }
-    return {name: header + "\n" + body for name, body in bodies.items()}
+    data = {"catalog.json": render_catalog(build_catalog(spec, source=spec_label)), "spec.json": render_json(spec)}
+    return {name: format_python(header + "\n" + body, name) for name, body in python.items()} | data
 
 
 def stale_files(out_dir: Path, rendered: dict[str, str]) -> list[str]:
     """Generated files that differ from, are missing from, or are absent in ``rendered``."""
-    on_disk = {p.name for p in out_dir.glob("*.py")} if out_dir.is_dir() else set()
+    on_disk = {p.name for p in out_dir.iterdir() if p.suffix in GENERATED_SUFFIXES} if out_dir.is_dir() else set()
     stale = [name for name, text in rendered.items() if not _matches(out_dir / name, text)]
     return sorted(stale + [name for name in on_disk - rendered.keys()])
 

@@ -110,9 +110,27 @@ def constraints(schema: dict[str, Any]) -> dict[str, Any]:
     return {CONSTRAINTS[k]: v for k, v in schema.items() if k in CONSTRAINTS}
 
 
+#: The longest piece of a long string literal, so that the formatted line stays within 100.
+_PIECE = 60
+
+
+def literal(value: Any) -> str:
+    """``repr(value)``, except that a long string becomes pieces the formatter lays out one a line."""
+    if not isinstance(value, str) or len(value) <= _PIECE:
+        return repr(value)
+    pieces, piece = [], ""
+    for word in value.split(" "):
+        if piece and len(piece) + len(word) >= _PIECE:
+            pieces.append(piece)
+            piece = ""
+        piece += word + " "
+    pieces.append(piece[:-1])
+    return "(" + " ".join(map(repr, pieces)) + ")"
+
+
 def keyword_args(values: dict[str, Any]) -> str:
     """``{"ge": 1, "le": 100}`` -> ``ge=1, le=100`` (deterministic, repr-quoted)."""
-    return ", ".join(f"{k}={v!r}" for k, v in values.items())
+    return ", ".join(f"{k}={literal(v)}" for k, v in values.items())
 
 
 def component_refs(schema: Any) -> Iterator[str]:
