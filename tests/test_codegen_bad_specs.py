@@ -131,4 +131,4 @@ def test_a_path_item_ref_is_a_route_and_a_tool(tmp_path: Path) -> None:
     rendered = render_package(_write(_edited(move), tmp_path), "spec.yaml")
     operation_id = load_spec(SPEC)["paths"][path]["get"]["operationId"]
     assert f'@router.get("{path}",operation_id="{operation_id}"' in "".join(rendered["routes.py"].split())
-    assert operation_id in [capability["name"] for capability in json.loads(rendered["catalog.json"])]
+    assert operation_id in [capability["name"] for capability in json.loads(rendered["catalog.json"])["capabilities"]]

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
+from memory_bank.capabilities.catalog import load_catalog
 from memory_bank.generated import models
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.generated.spec import SPEC as SERVED_SPEC
@@ -53,7 +54,12 @@ def test_generated_python_is_formatted_and_within_100_columns() -> None:
 def test_the_catalog_and_spec_are_json_package_data() -> None:
     rendered = render_package(SPEC, "openapi/memory.yaml")
     assert json.loads(rendered["spec.json"]) == SERVED_SPEC
-    assert tuple(json.loads(rendered["catalog.json"])) == CAPABILITIES
+    catalog = json.loads(rendered["catalog.json"])
+    assert load_catalog(catalog) == CAPABILITIES
+    # A schema many operations use is written once, and read back whole in each of them.
+    assert rendered["catalog.json"].count('"Memory": {') == 1 and "Memory" in catalog["shared"]
+    outputs = [c["outputSchema"] for c in CAPABILITIES if c["name"] in ("getMemory", "patchMemory")]
+    assert outputs[0] == outputs[1] and outputs[0] is not outputs[1]
 
 
 def test_committed_code_is_current() -> None:

@@ -73,13 +73,13 @@ def render_package(spec_path: Path, spec_label: str) -> dict[str, str]:
             "tuple[dict[str, Any], ...]",
             "catalog.json",
             "One capability per exposed operation: what ``search_capabilities`` ranks and MCP lists.",
-            as_tuple=True,
+            reader=("memory_bank.capabilities.catalog", "load_catalog"),
         ),
         "spec.py": render_reader(
             "SPEC", "dict[str, Any]", "spec.json", "The handwritten spec; the app serves it at ``/openapi.json``."
         ),
     }
-    data = {"catalog.json": render_catalog(build_catalog(spec, source=spec_label)), "spec.json": render_json(spec)}
+    data = {"catalog.json": render_catalog(build_catalog(spec, source=spec_label), spec), "spec.json": render_json(spec)}
     return {name: format_python(header + "\n" + body, name) for name, body in python.items()} | data
 
 

@@ -8,6 +8,8 @@ import json
 from importlib.resources import files
 from typing import Any
 
-CAPABILITIES: tuple[dict[str, Any], ...] = tuple(
+from memory_bank.capabilities.catalog import load_catalog
+
+CAPABILITIES: tuple[dict[str, Any], ...] = load_catalog(
     json.loads(files(__package__).joinpath("catalog.json").read_text(encoding="utf-8"))
 )
