@@ -10,6 +10,7 @@ search tool's description) needed an edit.
 from __future__ import annotations
 
 import copy
+import json
 import importlib
 import sys
 from collections.abc import Iterator
@@ -22,7 +23,6 @@ import yaml
 from fastapi.testclient import TestClient
 
 import memory_bank.app
-import memory_bank.capabilities.execute
 from memory_bank.app import AppHandlers, create_app
 from memory_bank.generated import models
 from memory_bank.runtime import Principal, Reply
@@ -93,7 +93,6 @@ def test_a_new_operation_needs_only_the_spec_a_regeneration_and_one_handler_meth
     monkeypatch.setattr(memory_bank.app, "build_router", generated["routes"].build_router)
     monkeypatch.setattr(memory_bank.app, "CAPABILITIES", generated["catalog"].CAPABILITIES)
     monkeypatch.setattr(memory_bank.app, "SPEC", generated["spec"].SPEC)
-    monkeypatch.setattr(memory_bank.capabilities.execute, "SPEC", generated["spec"].SPEC)
     monkeypatch.setattr(memory_bank.app, "AppHandlers", TallyHandlers)
     app = create_app(settings)
     headers = {"Authorization": f"Bearer {make_token('acme', 'ann', ['memory:read'])}"}
@@ -111,6 +110,7 @@ def test_a_new_operation_needs_only_the_spec_a_regeneration_and_one_handler_meth
             assert not result.get("isError"), result
             assert result["structuredContent"] == {"imported": 3, "skipped": 1}
 
+            assert OPERATION in json.dumps(client.get("/openapi.json").json()["paths"]["/v1/memory/tally"])
             found = client.get("/v1/capabilities", params={"q": "tally of memories"}).json()
             assert found["results"][0]["name"] == OPERATION
     finally:
