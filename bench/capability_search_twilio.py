@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "evals"), str(ROOT), str(ROOT / "src")]
+sys.path[:0] = [str(ROOT / "evals"), str(ROOT / "src")]
 
 from capability_search import add_semantic_option, latency_summary, report, requested_embedder  # noqa: E402
-from codegen.catalog_builder import build_catalogs  # noqa: E402
-from codegen.loader import load_spec  # noqa: E402
+from memory_bank_codegen.catalog_builder import build_catalogs  # noqa: E402
+from memory_bank_codegen.loader import load_spec  # noqa: E402
 from memory_bank.capabilities.search import CapabilitySearch  # noqa: E402
 
 DEFAULT_ROOT = ROOT.parent / "shared" / "evals" / "large-specs" / "twilio"

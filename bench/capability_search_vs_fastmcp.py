@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "evals"), str(ROOT), str(ROOT / "src")]
+sys.path[:0] = [str(ROOT / "evals"), str(ROOT / "src")]
 
 import httpx2  # noqa: E402
 from capability_search import (  # noqa: E402
@@ -49,7 +49,7 @@ from capability_search import (  # noqa: E402
     read_queries,
     requested_embedder,
 )
-from codegen.loader import load_spec  # noqa: E402
+from memory_bank_codegen.loader import load_spec  # noqa: E402
 from fastmcp.server.providers.openapi import OpenAPIProvider  # noqa: E402
 from fastmcp.server.transforms.search.base import _extract_searchable_text  # noqa: E402
 from fastmcp.server.transforms.search.bm25 import _BM25Index  # noqa: E402

@@ -4,7 +4,7 @@
 
 Times each stage separately, best of N runs, so a regression shows where it is:
 loading (JSON parsing), building the pooled catalog (ref resolution, JSON Schema
-conversion, naming and cross-spec collision handling) and rendering ``catalog.py``.
+conversion, naming and cross-spec collision handling) and rendering ``catalog.json``.
 Also renders the memory spec's whole package as the same-run baseline.
 """
 
@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+sys.path.insert(0, str(ROOT / "src"))
 
-from codegen.catalog_builder import build_catalogs  # noqa: E402
-from codegen.cli import render_package  # noqa: E402
-from codegen.loader import load_spec  # noqa: E402
-from codegen.render_data import render_catalog  # noqa: E402
+from memory_bank_codegen.catalog_builder import build_catalogs  # noqa: E402
+from memory_bank_codegen.cli import render_package  # noqa: E402
+from memory_bank_codegen.loader import load_spec  # noqa: E402
+from memory_bank_codegen.render_data import render_catalog  # noqa: E402
 
 T = TypeVar("T")
 DEFAULT_ROOT = ROOT.parent / "shared" / "evals" / "large-specs" / "twilio"
@@ -59,7 +59,7 @@ def main() -> None:
     print(f"capabilities          {len(capabilities)} ({renamed} renamed for cross-spec collisions)")
     print(f"load specs            {load_s * 1000:8.1f} ms")
     print(f"build catalogs        {build_s * 1000:8.1f} ms")
-    print(f"render catalog.py     {render_s * 1000:8.1f} ms ({len(text) / 1e6:.1f} MB of source)")
+    print(f"render catalog.json   {render_s * 1000:8.1f} ms ({len(text) / 1e6:.1f} MB of JSON)")
     print(f"total                 {(load_s + build_s + render_s) * 1000:8.1f} ms")
     print(f"memory spec, whole package (baseline): {memory_s * 1000:.1f} ms")
 

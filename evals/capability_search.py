@@ -36,10 +36,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+sys.path.insert(0, str(ROOT / "src"))
 
-from codegen.catalog_builder import build_catalogs  # noqa: E402
-from codegen.loader import load_spec  # noqa: E402
+from memory_bank_codegen.catalog_builder import build_catalogs  # noqa: E402
+from memory_bank_codegen.loader import load_spec  # noqa: E402
 from memory_bank.capabilities.search import CapabilitySearch  # noqa: E402
 from memory_bank.capabilities.semantic import Embedder, load_embedder  # noqa: E402
 

@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codegen.body_bounds import UNBOUNDED_BYTES, max_json_bytes
-from codegen.pytypes import TypeNamer
+from memory_bank_codegen.body_bounds import UNBOUNDED_BYTES, max_json_bytes
+from memory_bank_codegen.pytypes import TypeNamer
 
 
 def cap(schema: dict[str, Any], components: dict[str, Any] | None = None) -> int:

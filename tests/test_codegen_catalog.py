@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from codegen.catalog_builder import HEADER_VALUE_PATTERN, build_catalog, build_catalogs
-from codegen.loader import HTTP_METHODS, load_spec
-from codegen.schemas import to_json_schema
+from memory_bank_codegen.catalog_builder import HEADER_VALUE_PATTERN, build_catalog, build_catalogs
+from memory_bank_codegen.loader import load_spec
+from memory_bank_codegen.refs import HTTP_METHODS
+from memory_bank_codegen.schemas import to_json_schema
 
 REPO = Path(__file__).parents[1]
 EVALS = REPO.parent / "shared" / "evals"

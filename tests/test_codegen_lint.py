@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from codegen.lint import LintIssue, lint_spec
-from codegen.loader import SpecError, load_spec
+from memory_bank_codegen.errors import SpecIssue
+from memory_bank_codegen.lint import lint_spec
+from memory_bank_codegen.loader import SpecError, load_spec
 
 PROBLEM = {"content": {"application/problem+json": {"schema": {"type": "object"}}}}
 
@@ -44,7 +45,7 @@ def spec_with(*operations: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def broken(mutate: Any) -> list[LintIssue]:
+def broken(mutate: Any) -> list[SpecIssue]:
     operation = clean_operation()
     mutate(operation)
     return lint_spec(spec_with(("/things", "get", operation)))
@@ -163,7 +164,7 @@ def test_spec_without_operations_is_a_global_issue() -> None:
 
 
 def test_lint_issue_str() -> None:
-    assert str(LintIssue("postMemory", "summary-present", "missing")) == "postMemory: summary-present: missing"
+    assert str(SpecIssue("postMemory", "summary-present", "missing")) == "postMemory: summary-present: missing"
 
 
 # --- loader -----------------------------------------------------------------------------------------

@@ -95,5 +95,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     mcp_http = McpHttp(toolbox, tokens, settings.public_url, allow_loopback=not settings.protected)
     mcp_http.install(app)
     app.include_router(build_router(handlers, make_authorize(tokens, operations.limiter)))
-    app.include_router(service_routes(operations.readiness, operations.metrics))
+    app.include_router(service_routes(SPEC, operations.readiness, operations.metrics))
     return app

@@ -7,6 +7,9 @@ reconstruction of it, so clients see exactly the contract the code was generated
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -14,12 +17,11 @@ from starlette.concurrency import run_in_threadpool
 
 from memory_bank.api.problems import PROBLEM_JSON, problem_document, status_of
 from memory_bank.errors import BackendUnavailable
-from memory_bank.generated.spec import SPEC
 from memory_bank.observability.metrics import Metrics
 from memory_bank.observability.probes import Readiness
 
 
-def service_routes(readiness: Readiness, metrics: Metrics) -> APIRouter:
+def service_routes(spec: Mapping[str, Any], readiness: Readiness, metrics: Metrics) -> APIRouter:
     router = APIRouter(include_in_schema=False)
 
     @router.get("/")
@@ -50,6 +52,6 @@ def service_routes(readiness: Readiness, metrics: Metrics) -> APIRouter:
 
     @router.get("/openapi.json")
     async def openapi_document() -> JSONResponse:
-        return JSONResponse(SPEC)
+        return JSONResponse(spec)
 
     return router

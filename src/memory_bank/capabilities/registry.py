@@ -39,6 +39,23 @@ class CapabilityRegistry:
     def get(self, name: str) -> Capability | None:
         return self._by_name.get(name)
 
+    def api_title(self) -> str:
+        """The API's title as its spec gives it (the first capability's, for a merged catalog)."""
+        return next((str(c["api"]["title"]) for c in self._capabilities if c["api"]["title"]), "API")
+
+    def families(self) -> list[str]:
+        """What the operations are about, a phrase per tag in catalog order: ``tag: its description``.
+
+        The ``search_capabilities`` description lists these, so an operation in a new tag
+        shows up there without anyone editing the tool.
+        """
+        described: dict[str, str] = {}
+        for capability in self._capabilities:
+            for tag in capability["tags"] or [capability["policy"]["category"]]:
+                text = capability["api"]["tags"].get(tag, "").rstrip(".")
+                described.setdefault(tag, f"{tag.lower()}: {text[:1].lower()}{text[1:]}" if text else tag.lower())
+        return list(described.values())
+
     def allowed(self, allows: Allows) -> list[Capability]:
         """The capabilities a caller with these permissions may use, in catalog order."""
         return [c for c in self._capabilities if allows(c["policy"]["permission"])]

@@ -19,7 +19,9 @@ def _omit_none(value: object) -> bool:
 def _refuse_null(cls: type, value: Any) -> Any:
     """An optional field the spec does not make nullable may be left out, but not sent as null."""
     if value is None:
-        raise PydanticCustomError("null_type", "null is not allowed here; leave the field out instead")
+        raise PydanticCustomError(
+            "null_type", "null is not allowed here; leave the field out instead"
+        )
     return value
 
 
@@ -31,28 +33,65 @@ def _whole_number(value: Any) -> Any:
 JsonInt = Annotated[int, BeforeValidator(_whole_number)]
 
 
-MemoryId = Annotated[str, Field(pattern='^[A-Za-z0-9_-]{21}$', description='URL-safe random id of 21 characters.')]
+MemoryId = Annotated[
+    str, Field(pattern="^[A-Za-z0-9_-]{21}$", description="URL-safe random id of 21 characters.")
+]
 
 
 Tag = Annotated[str, Field(min_length=1, max_length=64)]
 
 
-Keypath = Annotated[str, Field(min_length=1, max_length=255, pattern='^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$', description='Dot-separated segments of letters, digits, `_` and `-`.')]
+Keypath = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=255,
+        pattern="^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$",
+        description="Dot-separated segments of letters, digits, `_` and `-`.",
+    ),
+]
 
 
 ProjectId = Annotated[str, Field(min_length=1, max_length=128)]
 
 
-Category = Annotated[Literal['fact', 'preference', 'decision', 'instruction', 'event', 'observation', 'procedure', 'other'], Field(description='What kind of knowledge this is.')]
+Category = Annotated[
+    Literal[
+        "fact",
+        "preference",
+        "decision",
+        "instruction",
+        "event",
+        "observation",
+        "procedure",
+        "other",
+    ],
+    Field(description="What kind of knowledge this is."),
+]
 
 
-Scope = Annotated[Literal['user', 'org'], Field(description='`user`: only the saving user sees it; `org`: everyone in the organisation does.')]
+Scope = Annotated[
+    Literal["user", "org"],
+    Field(
+        description=(
+            "`user`: only the saving user sees it; `org`: everyone in the organisation does."
+        )
+    ),
+]
 
 
-Content = Annotated[str, Field(min_length=1, max_length=8000, pattern='[^\\s\\x1c-\\x1f]', description='The knowledge itself, in plain words; not only whitespace.')]
+Content = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=8000,
+        pattern="[^\\s\\x1c-\\x1f]",
+        description="The knowledge itself, in plain words; not only whitespace.",
+    ),
+]
 
 
-Confidence = Annotated[float, Field(ge=0, le=1, description='How sure the writer is, from 0 to 1.')]
+Confidence = Annotated[float, Field(ge=0, le=1, description="How sure the writer is, from 0 to 1.")]
 
 
 class Context(BaseModel):
@@ -60,10 +99,15 @@ class Context(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    snippet: str = Field(min_length=1, max_length=2000, description='The supporting text.')
-    origin: str | None = Field(default=None, max_length=512, description='Where the snippet came from: a URL, file, channel or session.', exclude_if=_omit_none)
+    snippet: str = Field(min_length=1, max_length=2000, description="The supporting text.")
+    origin: str | None = Field(
+        default=None,
+        max_length=512,
+        description=("Where the snippet came from: a URL, file, channel or session."),
+        exclude_if=_omit_none,
+    )
 
-    _no_null = field_validator('origin', mode="before")(_refuse_null)
+    _no_null = field_validator("origin", mode="before")(_refuse_null)
 
 
 Contexts = Annotated[list[Context], Field(max_length=16)]
@@ -79,14 +123,37 @@ class MemoryCreate(BaseModel):
     tags: TagList | None = Field(default=None, exclude_if=_omit_none)
     contexts: Contexts | None = Field(default=None, exclude_if=_omit_none)
     scope: Scope | None = Field(default=None, exclude_if=_omit_none)
-    source: str | None = Field(default=None, min_length=1, max_length=256, description='Who or what produced it, e.g. `conversation`, `tool:web`.', exclude_if=_omit_none)
+    source: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        description="Who or what produced it, e.g. `conversation`, `tool:web`.",
+        exclude_if=_omit_none,
+    )
     category: Category | None = Field(default=None, exclude_if=_omit_none)
     confidence: Confidence | None = Field(default=None, exclude_if=_omit_none)
     project_id: ProjectId | None = Field(default=None, exclude_if=_omit_none)
     keypath: Keypath | None = Field(default=None, exclude_if=_omit_none)
-    agent_id: str | None = Field(default=None, min_length=1, max_length=128, description='The agent saving it, when the token names none.', exclude_if=_omit_none)
+    agent_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        description="The agent saving it, when the token names none.",
+        exclude_if=_omit_none,
+    )
 
-    _no_null = field_validator('tags', 'contexts', 'scope', 'source', 'category', 'confidence', 'project_id', 'keypath', 'agent_id', mode="before")(_refuse_null)
+    _no_null = field_validator(
+        "tags",
+        "contexts",
+        "scope",
+        "source",
+        "category",
+        "confidence",
+        "project_id",
+        "keypath",
+        "agent_id",
+        mode="before",
+    )(_refuse_null)
 
 
 class KeypathValue(BaseModel):
@@ -102,7 +169,17 @@ class KeypathValue(BaseModel):
     project_id: ProjectId | None = Field(default=None, exclude_if=_omit_none)
     agent_id: str | None = Field(default=None, min_length=1, max_length=128, exclude_if=_omit_none)
 
-    _no_null = field_validator('tags', 'contexts', 'scope', 'source', 'category', 'confidence', 'project_id', 'agent_id', mode="before")(_refuse_null)
+    _no_null = field_validator(
+        "tags",
+        "contexts",
+        "scope",
+        "source",
+        "category",
+        "confidence",
+        "project_id",
+        "agent_id",
+        mode="before",
+    )(_refuse_null)
 
 
 class MemoryPatch(BaseModel):
@@ -117,9 +194,24 @@ class MemoryPatch(BaseModel):
     category: Category | None = Field(default=None, exclude_if=_omit_none)
     confidence: Confidence | None = Field(default=None, exclude_if=_omit_none)
     project_id: ProjectId | None = Field(default=None, exclude_if=_omit_none)
-    expected_version: JsonInt | None = Field(default=None, ge=1, description='Fail with 409 unless this is the current version number.', exclude_if=_omit_none)
+    expected_version: JsonInt | None = Field(
+        default=None,
+        ge=1,
+        description="Fail with 409 unless this is the current version number.",
+        exclude_if=_omit_none,
+    )
 
-    _no_null = field_validator('content', 'tags', 'contexts', 'source', 'category', 'confidence', 'project_id', 'expected_version', mode="before")(_refuse_null)
+    _no_null = field_validator(
+        "content",
+        "tags",
+        "contexts",
+        "source",
+        "category",
+        "confidence",
+        "project_id",
+        "expected_version",
+        mode="before",
+    )(_refuse_null)
 
     @model_validator(mode="before")
     @classmethod
@@ -142,16 +234,26 @@ class Memory(BaseModel):
     confidence: float
     project_id: str | None = Field(default=None)
     keypath: str | None = Field(default=None)
-    user_id: str | None = Field(default=None, description='The user who saved it.', exclude_if=_omit_none)
-    agent_id: str | None = Field(default=None, description='The agent that saved it.')
-    version: JsonInt = Field(ge=1, le=2147483647, description="1 for the first version, +1 for every change (at most 2147483647, the column's range).")
-    supersedes_id: str | None = Field(default=None, description='The version this one replaced.')
-    superseded_at: datetime | None = Field(default=None, description='Set when a later version replaced this one.')
-    deleted_at: datetime | None = Field(default=None, description='Set on a deletion tombstone.')
+    user_id: str | None = Field(
+        default=None, description="The user who saved it.", exclude_if=_omit_none
+    )
+    agent_id: str | None = Field(default=None, description="The agent that saved it.")
+    version: JsonInt = Field(
+        ge=1,
+        le=2147483647,
+        description=(
+            "1 for the first version, +1 for every change (at most 2147483647, the column's range)."
+        ),
+    )
+    supersedes_id: str | None = Field(default=None, description="The version this one replaced.")
+    superseded_at: datetime | None = Field(
+        default=None, description="Set when a later version replaced this one."
+    )
+    deleted_at: datetime | None = Field(default=None, description="Set on a deletion tombstone.")
     created_at: datetime
     updated_at: datetime
 
-    _no_null = field_validator('user_id', mode="before")(_refuse_null)
+    _no_null = field_validator("user_id", mode="before")(_refuse_null)
 
 
 class SearchHit(BaseModel):
@@ -169,17 +271,27 @@ class SearchHit(BaseModel):
     confidence: float
     project_id: str | None = Field(default=None)
     keypath: str | None = Field(default=None)
-    user_id: str | None = Field(default=None, description='The user who saved it.', exclude_if=_omit_none)
-    agent_id: str | None = Field(default=None, description='The agent that saved it.')
-    version: JsonInt = Field(ge=1, le=2147483647, description="1 for the first version, +1 for every change (at most 2147483647, the column's range).")
-    supersedes_id: str | None = Field(default=None, description='The version this one replaced.')
-    superseded_at: datetime | None = Field(default=None, description='Set when a later version replaced this one.')
-    deleted_at: datetime | None = Field(default=None, description='Set on a deletion tombstone.')
+    user_id: str | None = Field(
+        default=None, description="The user who saved it.", exclude_if=_omit_none
+    )
+    agent_id: str | None = Field(default=None, description="The agent that saved it.")
+    version: JsonInt = Field(
+        ge=1,
+        le=2147483647,
+        description=(
+            "1 for the first version, +1 for every change (at most 2147483647, the column's range)."
+        ),
+    )
+    supersedes_id: str | None = Field(default=None, description="The version this one replaced.")
+    superseded_at: datetime | None = Field(
+        default=None, description="Set when a later version replaced this one."
+    )
+    deleted_at: datetime | None = Field(default=None, description="Set on a deletion tombstone.")
     created_at: datetime
     updated_at: datetime
-    score: float = Field(ge=0, le=1, description='Relevance to the query, 1 the best possible.')
+    score: float = Field(ge=0, le=1, description="Relevance to the query, 1 the best possible.")
 
-    _no_null = field_validator('user_id', mode="before")(_refuse_null)
+    _no_null = field_validator("user_id", mode="before")(_refuse_null)
 
 
 class SearchResults(BaseModel):
@@ -194,18 +306,22 @@ class MemoryPage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     items: list[Memory]
-    next_cursor: str | None = Field(description='Pass as `cursor` for the next page; null on the last page.')
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null on the last page."
+    )
 
 
 class FeedbackCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    feedback: Literal['helpful', 'not_helpful', 'outdated', 'incorrect']
-    session_id: str | None = Field(default=None, min_length=1, max_length=128, exclude_if=_omit_none)
+    feedback: Literal["helpful", "not_helpful", "outdated", "incorrect"]
+    session_id: str | None = Field(
+        default=None, min_length=1, max_length=128, exclude_if=_omit_none
+    )
     trace_id: str | None = Field(default=None, min_length=1, max_length=128, exclude_if=_omit_none)
     notes: str | None = Field(default=None, max_length=2000, exclude_if=_omit_none)
 
-    _no_null = field_validator('session_id', 'trace_id', 'notes', mode="before")(_refuse_null)
+    _no_null = field_validator("session_id", "trace_id", "notes", mode="before")(_refuse_null)
 
 
 class Feedback(BaseModel):
@@ -213,7 +329,7 @@ class Feedback(BaseModel):
 
     id: str
     memory_id: MemoryId
-    feedback: Literal['helpful', 'not_helpful', 'outdated', 'incorrect']
+    feedback: Literal["helpful", "not_helpful", "outdated", "incorrect"]
     session_id: str | None = Field(default=None)
     trace_id: str | None = Field(default=None)
     notes: str | None = Field(default=None)
@@ -223,8 +339,8 @@ class Feedback(BaseModel):
 class ImportResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    imported: JsonInt = Field(ge=0, description='Records written.')
-    skipped: JsonInt = Field(ge=0, description='Records already present.')
+    imported: JsonInt = Field(ge=0, description="Records written.")
+    skipped: JsonInt = Field(ge=0, description="Records already present.")
 
 
 class CapabilityCard(BaseModel):
@@ -232,28 +348,37 @@ class CapabilityCard(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(description='The tool name: pass it to `execute_capability`.')
+    name: str = Field(description="The tool name: pass it to `execute_capability`.")
     title: str
-    summary: str = Field(description='The first sentence of the description.')
+    summary: str = Field(description="The first sentence of the description.")
     category: str
-    permission: str = Field(description='The permission a token needs to call it, e.g. `memory:write`.')
-    score: float | None = Field(ge=0, le=1, description='Relevance to `q`, 1 the best; null when listing without `q`.')
-    required: list[str] = Field(description='The arguments that must be sent, as `group.name`, e.g. `body.content`.')
-    inputSchema: dict[str, Any] | None = Field(default=None, description='The full JSON Schema of the arguments; null unless `include_schema` is set.')
+    permission: str = Field(
+        description=("The permission a token needs to call it, e.g. `memory:write`.")
+    )
+    score: float | None = Field(
+        ge=0, le=1, description="Relevance to `q`, 1 the best; null when listing without `q`."
+    )
+    required: list[str] = Field(
+        description=("The arguments that must be sent, as `group.name`, e.g. `body.content`.")
+    )
+    inputSchema: dict[str, Any] | None = Field(
+        default=None,
+        description=("The full JSON Schema of the arguments; null unless `include_schema` is set."),
+    )
 
 
 class CapabilitySearchResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    total: JsonInt = Field(ge=0, description='How many operations this token may call.')
+    total: JsonInt = Field(ge=0, description="How many operations this token may call.")
     results: list[CapabilityCard]
 
 
 class FieldError(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    field: str = Field(description='JSON pointer to the failing value, e.g. `/body/tags/3`.')
-    rule: str = Field(description='The rule that failed, e.g. `maxLength`.')
+    field: str = Field(description="JSON pointer to the failing value, e.g. `/body/tags/3`.")
+    rule: str = Field(description="The rule that failed, e.g. `maxLength`.")
     message: str
 
 
@@ -265,14 +390,44 @@ class Problem(BaseModel):
     type: str
     title: str
     status: JsonInt
-    code: Literal['unauthorized', 'permission_denied', 'not_found', 'method_not_allowed', 'invalid_params', 'payload_too_large', 'conflict', 'rate_limited', 'rate_limit_unavailable', 'backend_unavailable', 'backend_error']
+    code: Literal[
+        "unauthorized",
+        "permission_denied",
+        "not_found",
+        "method_not_allowed",
+        "invalid_params",
+        "payload_too_large",
+        "conflict",
+        "rate_limited",
+        "rate_limit_unavailable",
+        "backend_unavailable",
+        "backend_error",
+    ]
     detail: str | None = Field(default=None, exclude_if=_omit_none)
     instance: str | None = Field(default=None, exclude_if=_omit_none)
     request_id: str | None = Field(default=None, exclude_if=_omit_none)
     errors: list[FieldError] | None = Field(default=None, exclude_if=_omit_none)
 
-    _no_null = field_validator('detail', 'instance', 'request_id', 'errors', mode="before")(_refuse_null)
+    _no_null = field_validator("detail", "instance", "request_id", "errors", mode="before")(
+        _refuse_null
+    )
 
 
-for _model in (Context, MemoryCreate, KeypathValue, MemoryPatch, Memory, SearchHit, SearchResults, MemoryPage, FeedbackCreate, Feedback, ImportResult, CapabilityCard, CapabilitySearchResult, FieldError, Problem,):
+for _model in (
+    Context,
+    MemoryCreate,
+    KeypathValue,
+    MemoryPatch,
+    Memory,
+    SearchHit,
+    SearchResults,
+    MemoryPage,
+    FeedbackCreate,
+    Feedback,
+    ImportResult,
+    CapabilityCard,
+    CapabilitySearchResult,
+    FieldError,
+    Problem,
+):
     _model.model_rebuild()

@@ -22,39 +22,110 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
     async def search_capabilities(
         *,
         principal: Annotated[Principal, Depends(authorize("token:any"))],
-        q: Annotated[str | None, Query(max_length=2000, description='What you want to do, in plain words; leave out to list every operation.')] = None,
-        limit: Annotated[int, Query(ge=1, le=20, description='How many cards to return at most when `q` is given.')] = 5,
-        category: Annotated[str | None, Query(min_length=1, max_length=64, description='Only operations of this category, e.g. `Memory`.')] = None,
-        include_schema: Annotated[bool, Query(description="Add each operation's input schema to its card.")] = False,
+        q: Annotated[
+            str | None,
+            Query(
+                max_length=2000,
+                description=(
+                    "What you want to do, in plain words; leave out to list every operation."
+                ),
+            ),
+        ] = None,
+        limit: Annotated[
+            int,
+            Query(ge=1, le=20, description="How many cards to return at most when `q` is given."),
+        ] = 5,
+        category: Annotated[
+            str | None,
+            Query(
+                min_length=1,
+                max_length=64,
+                description="Only operations of this category, e.g. `Memory`.",
+            ),
+        ] = None,
+        include_schema: Annotated[
+            bool, Query(description="Add each operation's input schema to its card.")
+        ] = False,
     ) -> Response:
-        reply = await api.search_capabilities(principal, q=q, limit=limit, category=category, include_schema=include_schema)
-        return render_reply(reply, statuses=(200,), media_type='application/json')
+        reply = await api.search_capabilities(
+            principal, q=q, limit=limit, category=category, include_schema=include_schema
+        )
+        return render_reply(reply, statuses=(200,), media_type="application/json")
 
     @router.get("/v1/memory", operation_id="listMemories", include_in_schema=False)
     async def list_memories(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:read"))],
-        cursor: Annotated[str | None, Query(min_length=1, max_length=512, description="Opaque cursor from the previous page's `next_cursor`.")] = None,
-        limit: Annotated[int, Query(ge=1, le=100, description='How many results to return at most.')] = 20,
-        tags: Annotated[list[models.Tag] | None, Query(max_length=32, description='Only memories carrying every one of these tags.')] = None,
-        category: Annotated[models.Category | None, Query(description='Only memories of this category.')] = None,
-        project_id: Annotated[str | None, Query(min_length=1, max_length=128, description='Only memories of this project.')] = None,
-        keypath_prefix: Annotated[str | None, Query(min_length=1, max_length=255, description='Only memories whose keypath starts with this prefix, e.g. `user.preferences`.')] = None,
-        include_superseded: Annotated[bool, Query(description='Also return versions that a later change replaced.')] = False,
+        cursor: Annotated[
+            str | None,
+            Query(
+                min_length=1,
+                max_length=512,
+                description="Opaque cursor from the previous page's `next_cursor`.",
+            ),
+        ] = None,
+        limit: Annotated[
+            int, Query(ge=1, le=100, description="How many results to return at most.")
+        ] = 20,
+        tags: Annotated[
+            list[models.Tag] | None,
+            Query(max_length=32, description="Only memories carrying every one of these tags."),
+        ] = None,
+        category: Annotated[
+            models.Category | None, Query(description="Only memories of this category.")
+        ] = None,
+        project_id: Annotated[
+            str | None,
+            Query(min_length=1, max_length=128, description="Only memories of this project."),
+        ] = None,
+        keypath_prefix: Annotated[
+            str | None,
+            Query(
+                min_length=1,
+                max_length=255,
+                description=(
+                    "Only memories whose keypath starts with this prefix, e.g. `user.preferences`."
+                ),
+            ),
+        ] = None,
+        include_superseded: Annotated[
+            bool, Query(description="Also return versions that a later change replaced.")
+        ] = False,
     ) -> Response:
-        reply = await api.list_memories(principal, cursor=cursor, limit=limit, tags=tags, category=category, project_id=project_id, keypath_prefix=keypath_prefix, include_superseded=include_superseded)
-        return render_reply(reply, statuses=(200,), media_type='application/json')
+        reply = await api.list_memories(
+            principal,
+            cursor=cursor,
+            limit=limit,
+            tags=tags,
+            category=category,
+            project_id=project_id,
+            keypath_prefix=keypath_prefix,
+            include_superseded=include_superseded,
+        )
+        return render_reply(reply, statuses=(200,), media_type="application/json")
 
     @router.post("/v1/memory", operation_id="postMemory", include_in_schema=False)
     async def post_memory(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:write"))],
         request: Request,
-        idempotency_key: Annotated[str | None, Header(alias='Idempotency-Key', min_length=1, max_length=255, description='Any unique string for this write. Repeating a write with the same key returns the first result; reusing a key for different content is 409.')] = None,
+        idempotency_key: Annotated[
+            str | None,
+            Header(
+                alias="Idempotency-Key",
+                min_length=1,
+                max_length=255,
+                description=(
+                    "Any unique string for this write. Repeating a write with "
+                    "the same key returns the first result; reusing a key for "
+                    "different content is 409."
+                ),
+            ),
+        ] = None,
     ) -> Response:
         body = await read_json_body(request, models.MemoryCreate, max_bytes=625691)
         reply = await api.post_memory(principal, idempotency_key=idempotency_key, body=body)
-        return render_reply(reply, statuses=(201, 200), media_type='application/json')
+        return render_reply(reply, statuses=(201, 200), media_type="application/json")
 
     @router.get("/v1/memory/export", operation_id="exportMemories", include_in_schema=False)
     async def export_memories(
@@ -62,7 +133,7 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
         principal: Annotated[Principal, Depends(authorize("memory:read"))],
     ) -> Response:
         reply = await api.export_memories(principal)
-        return render_reply(reply, statuses=(200,), media_type='application/x-ndjson')
+        return render_reply(reply, statuses=(200,), media_type="application/x-ndjson")
 
     @router.post("/v1/memory/import", operation_id="importMemories", include_in_schema=False)
     async def import_memories(
@@ -72,49 +143,114 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
     ) -> Response:
         body = await read_text_body(request, max_bytes=33554432)
         reply = await api.import_memories(principal, body=body)
-        return render_reply(reply, statuses=(200,), media_type='application/json')
+        return render_reply(reply, statuses=(200,), media_type="application/json")
 
-    @router.get("/v1/memory/keypaths/{keypath}", operation_id="getMemoryKeypath", include_in_schema=False)
+    @router.get(
+        "/v1/memory/keypaths/{keypath}", operation_id="getMemoryKeypath", include_in_schema=False
+    )
     async def get_memory_keypath(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:read"))],
-        keypath: Annotated[str, Path(min_length=1, max_length=255, pattern='^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$', description='Dotted path naming the value, e.g. `user.preferences.editor`.')],
+        keypath: Annotated[
+            str,
+            Path(
+                min_length=1,
+                max_length=255,
+                pattern="^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$",
+                description=("Dotted path naming the value, e.g. `user.preferences.editor`."),
+            ),
+        ],
     ) -> Response:
         reply = await api.get_memory_keypath(principal, keypath=keypath)
-        return render_reply(reply, statuses=(200,), media_type='application/json')
+        return render_reply(reply, statuses=(200,), media_type="application/json")
 
-    @router.put("/v1/memory/keypaths/{keypath}", operation_id="putMemoryKeypath", include_in_schema=False)
+    @router.put(
+        "/v1/memory/keypaths/{keypath}", operation_id="putMemoryKeypath", include_in_schema=False
+    )
     async def put_memory_keypath(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:write"))],
         request: Request,
-        keypath: Annotated[str, Path(min_length=1, max_length=255, pattern='^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$', description='Dotted path naming the value, e.g. `user.preferences.editor`.')],
+        keypath: Annotated[
+            str,
+            Path(
+                min_length=1,
+                max_length=255,
+                pattern="^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$",
+                description=("Dotted path naming the value, e.g. `user.preferences.editor`."),
+            ),
+        ],
     ) -> Response:
         body = await read_json_body(request, models.KeypathValue, max_bytes=622413)
         reply = await api.put_memory_keypath(principal, keypath=keypath, body=body)
-        return render_reply(reply, statuses=(201, 200), media_type='application/json')
+        return render_reply(reply, statuses=(201, 200), media_type="application/json")
 
     @router.get("/v1/memory/search", operation_id="getMemorySearch", include_in_schema=False)
     async def get_memory_search(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:read"))],
-        q: Annotated[str | None, Query(min_length=1, max_length=2000, description='What to look for, in plain words.')] = None,
-        limit: Annotated[int, Query(ge=1, le=100, description='How many results to return at most.')] = 20,
-        tags: Annotated[list[models.Tag] | None, Query(max_length=32, description='Only memories carrying every one of these tags.')] = None,
-        category: Annotated[models.Category | None, Query(description='Only memories of this category.')] = None,
-        project_id: Annotated[str | None, Query(min_length=1, max_length=128, description='Only memories of this project.')] = None,
-        keypath_prefix: Annotated[str | None, Query(min_length=1, max_length=255, description='Only memories whose keypath starts with this prefix, e.g. `user.preferences`.')] = None,
-        include_superseded: Annotated[bool, Query(description='Also return versions that a later change replaced.')] = False,
-        min_score: Annotated[float, Query(ge=0, le=1, description='Leave out results scoring below this relevance (0 to 1).')] = 0,
+        q: Annotated[
+            str | None,
+            Query(min_length=1, max_length=2000, description="What to look for, in plain words."),
+        ] = None,
+        limit: Annotated[
+            int, Query(ge=1, le=100, description="How many results to return at most.")
+        ] = 20,
+        tags: Annotated[
+            list[models.Tag] | None,
+            Query(max_length=32, description="Only memories carrying every one of these tags."),
+        ] = None,
+        category: Annotated[
+            models.Category | None, Query(description="Only memories of this category.")
+        ] = None,
+        project_id: Annotated[
+            str | None,
+            Query(min_length=1, max_length=128, description="Only memories of this project."),
+        ] = None,
+        keypath_prefix: Annotated[
+            str | None,
+            Query(
+                min_length=1,
+                max_length=255,
+                description=(
+                    "Only memories whose keypath starts with this prefix, e.g. `user.preferences`."
+                ),
+            ),
+        ] = None,
+        include_superseded: Annotated[
+            bool, Query(description="Also return versions that a later change replaced.")
+        ] = False,
+        min_score: Annotated[
+            float,
+            Query(
+                ge=0, le=1, description="Leave out results scoring below this relevance (0 to 1)."
+            ),
+        ] = 0,
     ) -> Response:
-        reply = await api.get_memory_search(principal, q=q, limit=limit, tags=tags, category=category, project_id=project_id, keypath_prefix=keypath_prefix, include_superseded=include_superseded, min_score=min_score)
-        return render_reply(reply, statuses=(200,), media_type='application/json')
+        reply = await api.get_memory_search(
+            principal,
+            q=q,
+            limit=limit,
+            tags=tags,
+            category=category,
+            project_id=project_id,
+            keypath_prefix=keypath_prefix,
+            include_superseded=include_superseded,
+            min_score=min_score,
+        )
+        return render_reply(reply, statuses=(200,), media_type="application/json")
 
     @router.delete("/v1/memory/{memory_id}", operation_id="deleteMemory", include_in_schema=False)
     async def delete_memory(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:write"))],
-        memory_id: Annotated[str, Path(pattern='^[A-Za-z0-9_-]{21}$', description="The memory's id, as returned when it was saved.")],
+        memory_id: Annotated[
+            str,
+            Path(
+                pattern="^[A-Za-z0-9_-]{21}$",
+                description="The memory's id, as returned when it was saved.",
+            ),
+        ],
     ) -> Response:
         reply = await api.delete_memory(principal, memory_id=memory_id)
         return render_reply(reply, statuses=(204,), media_type=None)
@@ -123,40 +259,70 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
     async def get_memory(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:read"))],
-        memory_id: Annotated[str, Path(pattern='^[A-Za-z0-9_-]{21}$', description="The memory's id, as returned when it was saved.")],
+        memory_id: Annotated[
+            str,
+            Path(
+                pattern="^[A-Za-z0-9_-]{21}$",
+                description="The memory's id, as returned when it was saved.",
+            ),
+        ],
     ) -> Response:
         reply = await api.get_memory(principal, memory_id=memory_id)
-        return render_reply(reply, statuses=(200,), media_type='application/json')
+        return render_reply(reply, statuses=(200,), media_type="application/json")
 
     @router.patch("/v1/memory/{memory_id}", operation_id="patchMemory", include_in_schema=False)
     async def patch_memory(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:write"))],
         request: Request,
-        memory_id: Annotated[str, Path(pattern='^[A-Za-z0-9_-]{21}$', description="The memory's id, as returned when it was saved.")],
+        memory_id: Annotated[
+            str,
+            Path(
+                pattern="^[A-Za-z0-9_-]{21}$",
+                description="The memory's id, as returned when it was saved.",
+            ),
+        ],
     ) -> Response:
         body = await read_json_body(request, models.MemoryPatch, max_bytes=620805)
         reply = await api.patch_memory(principal, memory_id=memory_id, body=body)
-        return render_reply(reply, statuses=(200,), media_type='application/json')
+        return render_reply(reply, statuses=(200,), media_type="application/json")
 
-    @router.post("/v1/memory/{memory_id}/feedback", operation_id="postMemoryFeedback", include_in_schema=False)
+    @router.post(
+        "/v1/memory/{memory_id}/feedback",
+        operation_id="postMemoryFeedback",
+        include_in_schema=False,
+    )
     async def post_memory_feedback(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:write"))],
         request: Request,
-        memory_id: Annotated[str, Path(pattern='^[A-Za-z0-9_-]{21}$', description="The memory's id, as returned when it was saved.")],
+        memory_id: Annotated[
+            str,
+            Path(
+                pattern="^[A-Za-z0-9_-]{21}$",
+                description="The memory's id, as returned when it was saved.",
+            ),
+        ],
     ) -> Response:
         body = await read_json_body(request, models.FeedbackCreate, max_bytes=28185)
         reply = await api.post_memory_feedback(principal, memory_id=memory_id, body=body)
-        return render_reply(reply, statuses=(201,), media_type='application/json')
+        return render_reply(reply, statuses=(201,), media_type="application/json")
 
-    @router.get("/v1/memory/{memory_id}/history", operation_id="getMemoryHistory", include_in_schema=False)
+    @router.get(
+        "/v1/memory/{memory_id}/history", operation_id="getMemoryHistory", include_in_schema=False
+    )
     async def get_memory_history(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:read"))],
-        memory_id: Annotated[str, Path(pattern='^[A-Za-z0-9_-]{21}$', description="The memory's id, as returned when it was saved.")],
+        memory_id: Annotated[
+            str,
+            Path(
+                pattern="^[A-Za-z0-9_-]{21}$",
+                description="The memory's id, as returned when it was saved.",
+            ),
+        ],
     ) -> Response:
         reply = await api.get_memory_history(principal, memory_id=memory_id)
-        return render_reply(reply, statuses=(200,), media_type='application/json')
+        return render_reply(reply, statuses=(200,), media_type="application/json")
 
     return router

@@ -44,30 +44,36 @@ MAX_TOOL_NAME = 128
 #: but not advertised, since single-type schemas are what every client maps cleanly.
 _GROUP = {"type": "object"}
 
-SEARCH_TOOL = types.Tool(
-    name=SEARCH,
-    title="Find the operations that fit a task",
-    description=(
-        "Search the Memory Bank's operations (save, search, read, change or forget memories; keypath values; "
-        "feedback) by what you want to do, in plain words, e.g. 'search my memories' or 'remember a fact'. "
-        "Returns compact cards, best first: name, title, summary, category, the permission it needs, a "
-        "relevance score and its required arguments (e.g. body.content), plus `total`, how many operations "
-        "your token may use. Only operations your token allows are shown. An empty query lists them all by "
-        "category. Set include_schema to get each card's full input schema, then call execute_capability."
-    ),
-    input_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["query"],
-        "properties": {
-            "query": {"type": "string", "maxLength": 2000, "description": "What you want to do; empty lists all."},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5, "description": "Cards at most."},
-            "category": {"type": "string", "minLength": 1, "maxLength": 64, "description": "e.g. Memory."},
-            "include_schema": {"type": "boolean", "default": False, "description": "Add each inputSchema."},
-        },
+SEARCH_INPUT: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["query"],
+    "properties": {
+        "query": {"type": "string", "maxLength": 2000, "description": "What you want to do; empty lists all."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5, "description": "Cards at most."},
+        "category": {"type": "string", "minLength": 1, "maxLength": 64, "description": "e.g. Memory."},
+        "include_schema": {"type": "boolean", "default": False, "description": "Add each inputSchema."},
     },
-    annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
-)
+}
+
+
+def search_tool(registry: CapabilityRegistry) -> types.Tool:
+    """``search_capabilities``, its description naming the API and the families the catalog holds."""
+    return types.Tool(
+        name=SEARCH,
+        title="Find the operations that fit a task",
+        description=(
+            f"Search the {registry.api_title()}'s operations ({'; '.join(registry.families())}) by what you "
+            "want to do, in plain words, e.g. 'search my memories' or 'remember a fact'. Returns compact "
+            "cards, best first: name, title, summary, category, the permission it needs, a relevance score "
+            "and its required arguments (e.g. body.content), plus `total`, how many operations your token "
+            "may use. Only operations your token allows are shown. An empty query lists them all by "
+            "category. Set include_schema to get each card's full input schema, then call execute_capability."
+        ),
+        input_schema=SEARCH_INPUT,
+        annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
+    )
+
 
 EXECUTE_TOOL = types.Tool(
     name=EXECUTE,
@@ -132,12 +138,13 @@ class Toolbox:
         self._limiter = limiter
         self._meta = mode in (McpToolsMode.meta, McpToolsMode.both)
         self._direct = mode in (McpToolsMode.direct, McpToolsMode.both)
-        self._meta_schemas = {tool.name: tool.input_schema for tool in (SEARCH_TOOL, EXECUTE_TOOL)}
+        self._meta_tools = [search_tool(registry), EXECUTE_TOOL]
+        self._meta_schemas = {tool.name: tool.input_schema for tool in self._meta_tools}
         self._validators = {name: Draft202012Validator(schema) for name, schema in self._meta_schemas.items()}
 
     def tools_for(self, caller: Caller) -> list[types.Tool]:
         """The meta-tools, then (in direct mode) each operation the caller's token allows."""
-        tools = [SEARCH_TOOL, EXECUTE_TOOL] if self._meta else []
+        tools = list(self._meta_tools) if self._meta else []
         if self._direct:
             tools += [_direct_tool(c) for c in self._registry.allowed(caller.principal.allows)]
         return tools

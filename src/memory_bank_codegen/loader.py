@@ -18,7 +18,9 @@ from typing import Any, NamedTuple
 import yaml
 from yaml.nodes import MappingNode, ScalarNode
 
-__all__ = ["HTTP_METHODS", "Operation", "SpecError", "deref", "iter_operations", "load_spec", "operation_parameters", "resolve_ref"]
+from memory_bank_codegen.refs import HTTP_METHODS, deref
+
+__all__ = ["Operation", "SpecError", "iter_operations", "load_spec", "operation_parameters"]
 
 _BOOL_TAG = "tag:yaml.org,2002:bool"
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
@@ -95,40 +97,6 @@ def load_spec(path: str | Path) -> dict[str, Any]:
     if not isinstance(spec.get("paths", {}), dict):
         raise SpecError(path, "'paths' is not a mapping")
     return spec
-
-
-def resolve_ref(spec: dict[str, Any], ref: str) -> Any | None:
-    """The value a local JSON pointer (``#/a/b~1c``) names in ``spec``; None if it names nothing."""
-    if not ref.startswith("#"):
-        return None  # remote or relative-file refs are out of reach by design
-    node: Any = spec
-    for raw in ref[1:].split("/")[1:]:
-        part = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
-
-
-def deref(spec: dict[str, Any], obj: Any) -> dict[str, Any] | None:
-    """Follow a (chain of) ``$ref`` to the parameter/response/body object it names.
-
-    None when the chain is broken, loops, or ends in something that is not a mapping.
-    """
-    seen: set[str] = set()
-    while isinstance(obj, dict) and isinstance(obj.get("$ref"), str):
-        if obj["$ref"] in seen:
-            return None
-        seen.add(obj["$ref"])
-        obj = resolve_ref(spec, obj["$ref"])
-    return obj if isinstance(obj, dict) else None
-
-
-#: OpenAPI's fixed fields of a path item that are operations, in the order we emit them.
-HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
 class Operation(NamedTuple):

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from codegen.loader import resolve_ref
+from memory_bank_codegen.refs import resolve_ref
 
 __all__ = ["RefIndex", "to_json_schema"]
 

@@ -13,7 +13,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from codegen.naming import pascal_case
+from memory_bank_codegen.errors import CodegenError
+from memory_bank_codegen.naming import pascal_case
+from memory_bank_codegen.refs import chase, resolve_ref
 
 COMPONENT_PREFIX = "#/components/schemas/"
 
@@ -32,10 +34,6 @@ CONSTRAINTS: dict[str, str] = {
 
 SCALARS: dict[str, str] = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
 FORMATS: dict[str, str] = {"date-time": "datetime", "date": "date"}
-
-
-class CodegenError(Exception):
-    """A spec construct the Python renderers cannot express; names where it is."""
 
 
 @dataclass
@@ -59,22 +57,18 @@ class TypeNamer:
     def component(self, ref: str) -> tuple[str, dict[str, Any]]:
         """The Python name and schema a local component ``$ref`` points at."""
         if not ref.startswith(COMPONENT_PREFIX):
-            raise CodegenError(f"only local component refs are supported, got {ref!r}")
-        key = ref.removeprefix(COMPONENT_PREFIX)
-        try:
-            return pascal_case(key), self.spec["components"]["schemas"][key]
-        except KeyError:
-            raise CodegenError(f"unresolved $ref {ref!r}") from None
+            raise CodegenError.at("spec", "ref-component", f"only refs to {COMPONENT_PREFIX}... name a type, got {ref}")
+        target = resolve_ref(self.spec, ref)
+        if not isinstance(target, dict):
+            raise CodegenError.at("spec", "ref-missing", f"{ref} names no schema in this document")
+        return pascal_case(ref.removeprefix(COMPONENT_PREFIX)), target
 
     def resolve(self, schema: dict[str, Any]) -> dict[str, Any]:
         """Follow top-level refs until a concrete schema (for constraints and defaults)."""
-        seen: set[str] = set()
-        while "$ref" in schema:
-            if schema["$ref"] in seen:
-                raise CodegenError(f"cyclic alias {schema['$ref']!r}")
-            seen.add(schema["$ref"])
-            schema = self.component(schema["$ref"])[1]
-        return schema
+        target, problem = chase(self.spec, schema)
+        if problem is not None:
+            raise CodegenError.at("spec", *problem)
+        return target if isinstance(target, dict) else {}
 
     def expression(self, schema: dict[str, Any], owner: str = "Model") -> str:
         """A Python type for ``schema``; ``owner`` names inline object models it creates."""
@@ -87,7 +81,7 @@ class TypeNamer:
                 return _union(self.expression(s, owner) for s in schema[union_key])
         if "allOf" in schema:
             if len(schema["allOf"]) != 1:
-                raise CodegenError(f"{owner}: allOf with several members is not supported")
+                raise CodegenError.at("spec", "all-of-single", f"{owner}: allOf with several members is not supported")
             return self.expression(schema["allOf"][0], owner)
         types = schema.get("type")
         if isinstance(types, list):
@@ -100,7 +94,7 @@ class TypeNamer:
             return FORMATS.get(schema.get("format", ""), self.scalars[types]) if types == "string" else self.scalars[types]
         if types is None:
             return "Any"
-        raise CodegenError(f"{owner}: unsupported schema type {types!r}")
+        raise CodegenError.at("spec", "schema-type", f"{owner}: unsupported schema type {types!r}")
 
     def _object(self, schema: dict[str, Any], owner: str) -> str:
         if schema.get("properties"):
@@ -116,9 +110,27 @@ def constraints(schema: dict[str, Any]) -> dict[str, Any]:
     return {CONSTRAINTS[k]: v for k, v in schema.items() if k in CONSTRAINTS}
 
 
+#: The longest piece of a long string literal, so that the formatted line stays within 100.
+_PIECE = 60
+
+
+def literal(value: Any) -> str:
+    """``repr(value)``, except that a long string becomes pieces the formatter lays out one a line."""
+    if not isinstance(value, str) or len(value) <= _PIECE:
+        return repr(value)
+    pieces, piece = [], ""
+    for word in value.split(" "):
+        if piece and len(piece) + len(word) >= _PIECE:
+            pieces.append(piece)
+            piece = ""
+        piece += word + " "
+    pieces.append(piece[:-1])
+    return "(" + " ".join(map(repr, pieces)) + ")"
+
+
 def keyword_args(values: dict[str, Any]) -> str:
     """``{"ge": 1, "le": 100}`` -> ``ge=1, le=100`` (deterministic, repr-quoted)."""
-    return ", ".join(f"{k}={v!r}" for k, v in values.items())
+    return ", ".join(f"{k}={literal(v)}" for k, v in values.items())
 
 
 def component_refs(schema: Any) -> Iterator[str]:

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from codegen.loader import Operation, deref, iter_operations, operation_parameters
-from codegen.schemas import to_json_schema
+from memory_bank_codegen.errors import SpecIssue
+from memory_bank_codegen.loader import Operation, iter_operations, operation_parameters
+from memory_bank_codegen.refs import deref
+from memory_bank_codegen.schemas import to_json_schema
 
-__all__ = ["LintIssue", "lint_spec"]
+__all__ = ["lint_spec"]
 
 MAX_OPERATION_ID = 64
 #: Every operation is authenticated (401); one that takes input can also reject it (422).
@@ -30,18 +31,6 @@ PROBLEM_JSON = "application/problem+json"
 _CAMEL_CASE = re.compile(r"^[a-z][a-zA-Z0-9]*$")
 #: ``token:any`` (``memory_bank.api.auth.ANY_TOKEN``) is for operations every valid token may call.
 _PERMISSION = re.compile(r"^(token:any|[a-z][a-z0-9_-]*:(read|write|admin))$")
-
-
-@dataclass(frozen=True)
-class LintIssue:
-    """One broken rule: where (operationId, ``METHOD /path`` or ``spec``), which rule, why."""
-
-    operation: str
-    rule: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.operation}: {self.rule}: {self.message}"
 
 
 Check = Callable[[Operation, dict[str, Any]], Iterator[tuple[str, str]]]
@@ -160,22 +149,22 @@ def _check_examples(op: Operation, spec: dict[str, Any]) -> Iterator[tuple[str, 
 _CHECKS: tuple[Check, ...] = (_check_operation_id, _check_texts, _check_capability, _check_errors, _check_examples)
 
 
-def lint_spec(spec: dict[str, Any]) -> list[LintIssue]:
+def lint_spec(spec: dict[str, Any]) -> list[SpecIssue]:
     """Every house-rule violation in ``spec``, in operation order; empty means clean."""
-    issues: list[LintIssue] = []
+    issues: list[SpecIssue] = []
     seen_ids: dict[str, str] = {}
     operations = list(iter_operations(spec))
     if not operations:
-        issues.append(LintIssue("spec", "operations-present", "the spec declares no operations"))
+        issues.append(SpecIssue("spec", "operations-present", "the spec declares no operations"))
     for op in operations:
         label = _label(op)
-        issues += (LintIssue(label, rule, message) for check in _CHECKS for rule, message in check(op, spec))
+        issues += (SpecIssue(label, rule, message) for check in _CHECKS for rule, message in check(op, spec))
         operation_id = op.operation.get("operationId")
         if isinstance(operation_id, str) and operation_id:
             where = f"{op.method.upper()} {op.path}"
             if operation_id in seen_ids:
                 issues.append(
-                    LintIssue(label, "operation-id-unique", f"{where} reuses the operationId of {seen_ids[operation_id]}")
+                    SpecIssue(label, "operation-id-unique", f"{where} reuses the operationId of {seen_ids[operation_id]}")
                 )
             else:
                 seen_ids[operation_id] = where

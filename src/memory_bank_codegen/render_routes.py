@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from codegen.imports import ImportGroups, import_block
-from codegen.naming import pascal_case
-from codegen.operations import Operation, Parameter, RequestBody
-from codegen.pytypes import keyword_args
+from memory_bank_codegen.imports import ImportGroups, import_block
+from memory_bank_codegen.naming import pascal_case
+from memory_bank_codegen.operations import Operation, Parameter, RequestBody
+from memory_bank_codegen.pytypes import keyword_args
 
 def _imports(interface: str) -> ImportGroups:
     return (

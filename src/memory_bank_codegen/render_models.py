@@ -8,11 +8,13 @@ constraints, so a bound is written once in the spec and enforced everywhere it i
 
 from __future__ import annotations
 
+import keyword
 from typing import Any
 
-from codegen.imports import ImportGroups, import_block
-from codegen.naming import pascal_case
-from codegen.pytypes import SCALARS, InlineModel, TypeNamer, component_refs, constraints, keyword_args
+from memory_bank_codegen.errors import CodegenError
+from memory_bank_codegen.imports import ImportGroups, import_block
+from memory_bank_codegen.naming import pascal_case, snake_case
+from memory_bank_codegen.pytypes import SCALARS, InlineModel, TypeNamer, component_refs, constraints, keyword_args
 
 IMPORTS: ImportGroups = (
     {"datetime": ("date", "datetime"), "typing": ("Annotated", "Any", "Literal")},
@@ -112,7 +114,13 @@ def _render_class(name: str, schema: dict[str, Any], namer: TypeNamer) -> str:
     if schema.get("description"):
         lines.append(f"    {_docstring(schema['description'])}")
         lines.append("")
-    lines.append(f'    model_config = ConfigDict(extra="{extra}")')
+    names = [field_name(prop) for prop in schema.get("properties", {})]
+    clashes = sorted({n for n in names if names.count(n) > 1})
+    if clashes:
+        raise CodegenError.at("spec", "property-names", f"{name}: properties spelled differently share the field {clashes[0]}")
+    # An aliased field is read and written under its wire name; handlers build it by attribute.
+    by_name = ", validate_by_name=True, serialize_by_alias=True" if names != list(schema.get("properties", {})) else ""
+    lines.append(f'    model_config = ConfigDict(extra="{extra}"{by_name})')
     lines.append("")
     required = set(schema.get("required", []))
     not_null: list[str] = []
@@ -120,7 +128,7 @@ def _render_class(name: str, schema: dict[str, Any], namer: TypeNamer) -> str:
         line, omits_none = _render_field(name, prop, prop_schema, prop in required, namer)
         lines.append("    " + line)
         if omits_none:
-            not_null.append(prop)
+            not_null.append(field_name(prop))
     if not_null:
         lines.extend(["", f'    _no_null = field_validator({", ".join(map(repr, not_null))}, mode="before")(_refuse_null)'])
     if "minProperties" in schema:
@@ -138,10 +146,19 @@ def _render_field(owner: str, prop: str, schema: dict[str, Any], required: bool,
     if omit_none:
         expression += " | None"
     field_args.update(_field_args(schema))
-    if not prop.isidentifier():
-        raise ValueError(f"{owner}.{prop}: property names must be Python identifiers")
+    name = field_name(prop)
+    if name != prop:
+        field_args["alias"] = prop
     arguments = keyword_args(field_args) + (", exclude_if=_omit_none" if omit_none else "")
-    return (f"{prop}: {expression} = Field({arguments})" if field_args else f"{prop}: {expression}"), omit_none
+    return (f"{name}: {expression} = Field({arguments})" if field_args else f"{name}: {expression}"), omit_none
+
+
+def field_name(prop: str) -> str:
+    """The attribute a property is read by: its own name when Python allows it, else its snake_case.
+
+    ``skipped-count`` becomes ``skipped_count`` with the wire name as its alias.
+    """
+    return prop if prop.isidentifier() and not keyword.iskeyword(prop) and not prop.startswith("_") else snake_case(prop)
 
 
 def _field_args(schema: dict[str, Any]) -> dict[str, Any]:

@@ -2,19 +2,20 @@
 
 A spec edit reaches agents as tools, so its reviewer wants "getMemorySearch: parameters,
 responses" rather than a diff of generated files. The old side is the spec the
-committed code was generated from (``generated/spec.py``), so the report is exactly
+committed code was generated from (``generated/spec.json``), so the report is exactly
 what the commit will change. ``$ref``s are expanded first: editing a shared schema
 shows up on every operation that uses it.
 """
 
 from __future__ import annotations
 
-import runpy
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codegen.loader import iter_operations, resolve_ref
+from memory_bank_codegen.loader import iter_operations
+from memory_bank_codegen.refs import resolve_ref
 
 #: The parts of an operation a change is reported by, in the order they are listed.
 ASPECTS = ("route", "summary", "description", "tags", "x-capability", "security", "parameters", "requestBody", "responses")
@@ -82,7 +83,7 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> OperationChanges:
 def committed_spec(out_dir: Path) -> dict[str, Any]:
     """The spec the committed generated code came from; empty when there is none yet (or it is broken)."""
     try:
-        spec = runpy.run_path(str(out_dir / "spec.py")).get("SPEC")
-    except (OSError, SyntaxError, NameError, ImportError):
+        spec = json.loads((out_dir / "spec.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return {}
     return spec if isinstance(spec, dict) else {}

@@ -18,8 +18,9 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
-from codegen.loader import Operation, deref, iter_operations, operation_parameters
-from codegen.schemas import RefIndex, to_json_schema
+from memory_bank_codegen.loader import Operation, iter_operations, operation_parameters
+from memory_bank_codegen.refs import deref
+from memory_bank_codegen.schemas import RefIndex, to_json_schema
 
 __all__ = ["Capability", "build_catalog", "build_catalogs", "tool_name"]
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from codegen.pytypes import CodegenError, TypeNamer
+from memory_bank_codegen.errors import CodegenError
+from memory_bank_codegen.pytypes import TypeNamer
 
 __all__ = ["UNBOUNDED_BYTES", "max_json_bytes"]
 

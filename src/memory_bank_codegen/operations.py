@@ -10,11 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from codegen.body_bounds import max_json_bytes
-from codegen.naming import pascal_case, snake_case
-from codegen.pytypes import CodegenError, TypeNamer, constraints
-
-HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+from memory_bank_codegen.body_bounds import max_json_bytes
+from memory_bank_codegen.errors import CodegenError
+from memory_bank_codegen.loader import Operation as SpecOperation
+from memory_bank_codegen.loader import iter_operations, operation_parameters
+from memory_bank_codegen.naming import pascal_case, snake_case
+from memory_bank_codegen.pytypes import TypeNamer, constraints
+from memory_bank_codegen.refs import deref
 JSON = "application/json"
 
 
@@ -60,28 +62,36 @@ class Operation:
 
 
 def read_operations(spec: dict[str, Any], models_prefix: str = "models.") -> list[Operation]:
-    """Every operation of ``spec`` in path order; routes re-sort for matching."""
+    """Every operation of ``spec`` in path order (path-item refs followed); routes re-sort for matching.
+
+    The same walk (``loader.iter_operations``) lists the catalog's capabilities, so an
+    operation is a route exactly when it is a tool.
+    """
     namer = TypeNamer(spec, prefix=models_prefix)
     operations = []
-    for path, item in spec.get("paths", {}).items():
-        for method in HTTP_METHODS:
-            if method in item:
-                operations.append(_read_operation(namer, path, method, item, item[method]))
+    for entry in iter_operations(spec):
+        label = entry.operation.get("operationId") or f"{entry.method.upper()} {entry.path}"
+        try:
+            operations.append(_read_operation(namer, entry))
+        except CodegenError as exc:
+            raise exc.within(label) from None
     if namer.inline_models:
         names = ", ".join(m.name for m in namer.inline_models)
-        raise CodegenError(f"inline object schemas in operations must be components: {names}")
+        raise CodegenError.at("spec", "inline-object", f"inline object schemas in operations must be components: {names}")
     return operations
 
 
-def _read_operation(namer: TypeNamer, path: str, method: str, item: dict[str, Any], op: dict[str, Any]) -> Operation:
+def _read_operation(namer: TypeNamer, entry: SpecOperation) -> Operation:
+    op = entry.operation
     op_id = op["operationId"]
-    merged = {(p["in"], p["name"]): p for p in _parameters(namer, item) + _parameters(namer, op)}
-    parameters = tuple(_read_parameter(namer, op_id, p) for p in merged.values() if p["in"] != "cookie")
+    parameters = tuple(
+        _read_parameter(namer, op_id, p) for p in operation_parameters(entry, namer.spec) if p["in"] != "cookie"
+    )
     statuses, media_type, reply_type = _read_success(namer, op_id, op)
     return Operation(
         operation_id=op_id,
-        method=method.upper(),
-        path=path,
+        method=entry.method.upper(),
+        path=entry.path,
         summary=op.get("summary", ""),
         permission=op.get("x-capability", {}).get("permission", ""),
         parameters=parameters,
@@ -90,20 +100,6 @@ def _read_operation(namer: TypeNamer, path: str, method: str, item: dict[str, An
         success_media_type=media_type,
         reply_type=reply_type,
     )
-
-
-def _parameters(namer: TypeNamer, holder: dict[str, Any]) -> list[dict[str, Any]]:
-    return [_resolve_object(namer.spec, p) for p in holder.get("parameters", [])]
-
-
-def _resolve_object(spec: dict[str, Any], obj: dict[str, Any]) -> dict[str, Any]:
-    """Follow a ``#/components/<kind>/<name>`` ref to a parameter, response or body."""
-    while "$ref" in obj:
-        node: Any = spec
-        for part in obj["$ref"].removeprefix("#/").split("/"):
-            node = node[part]
-        obj = node
-    return obj
 
 
 def _read_parameter(namer: TypeNamer, op_id: str, param: dict[str, Any]) -> Parameter:
@@ -129,7 +125,7 @@ def _read_parameter(namer: TypeNamer, op_id: str, param: dict[str, Any]) -> Para
 def _read_body(namer: TypeNamer, op_id: str, op: dict[str, Any]) -> RequestBody | None:
     if "requestBody" not in op:
         return None
-    content = _resolve_object(namer.spec, op["requestBody"]).get("content", {})
+    content = (deref(namer.spec, op["requestBody"]) or {}).get("content", {})
     if JSON in content:
         schema = content[JSON].get("schema", {})
         return RequestBody(JSON, namer.expression(schema, pascal_case(op_id) + "Body"), max_bytes=max_json_bytes(schema, namer))
@@ -139,10 +135,10 @@ def _read_body(namer: TypeNamer, op_id: str, op: dict[str, Any]) -> RequestBody 
 
 
 def _read_success(namer: TypeNamer, op_id: str, op: dict[str, Any]) -> tuple[tuple[int, ...], str | None, str]:
-    responses = {str(code): _resolve_object(namer.spec, r) for code, r in op.get("responses", {}).items()}
+    responses = {str(code): deref(namer.spec, r) or {} for code, r in op.get("responses", {}).items()}
     statuses = tuple(int(code) for code in responses if code.startswith("2"))
     if not statuses:
-        raise ValueError(f"{op_id}: declares no 2xx response")
+        raise CodegenError.at(op_id, "success-response", "declare a 2xx response: it is what the route replies")
     content = responses[str(statuses[0])].get("content", {})
     if not content:
         return statuses, None, "None"

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from codegen.imports import ImportGroups, import_block
-from codegen.naming import pascal_case
-from codegen.operations import Operation
+from memory_bank_codegen.imports import ImportGroups, import_block
+from memory_bank_codegen.naming import pascal_case
+from memory_bank_codegen.operations import Operation
 
 IMPORTS: ImportGroups = (
     {"typing": ("Literal", "Protocol")},

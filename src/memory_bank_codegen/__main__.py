@@ -1,0 +1,3 @@
+from memory_bank_codegen.cli import run
+
+run()

@@ -1,0 +1,118 @@
+"""Adding an operation is: the spec, regenerate, one handler method, and its tests. Nothing else.
+
+A throwaway operation is added to a copy of the repository's spec and generated into a
+package of its own; the app then runs with that package and a handler class that has
+exactly one method more. The operation answers over REST and through the catalog
+(``execute_capability``), so nothing else (a list of tools, a golden, a count, the
+search tool's description) needed an edit.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import importlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+
+import memory_bank.app
+from memory_bank.app import AppHandlers, create_app
+from memory_bank.generated import models
+from memory_bank.api.bodies import Reply
+from memory_bank.security.principal import Principal
+from memory_bank.settings import Settings
+from memory_bank_codegen.cli import render_package
+from memory_bank_codegen.loader import load_spec
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = "throwaway_generated"
+OPERATION = "getMemoryTally"
+
+
+def _throwaway_operation() -> dict[str, Any]:
+    """A read that reuses a component schema and the spec's shared error responses."""
+    return {
+        "get": {
+            "operationId": OPERATION,
+            "summary": "Count a tally of memories",
+            "description": "Returns a tally of the caller's memories: how many were imported, how many skipped.",
+            "tags": ["Memory"],
+            "x-capability": {"category": "Memory", "permission": "memory:read", "expose": True},
+            "responses": {
+                "200": {
+                    "description": "The tally.",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ImportResult"}}},
+                },
+                "401": {"$ref": "#/components/responses/Unauthorized"},
+            },
+        }
+    }
+
+
+@pytest.fixture
+def generated(tmp_path: Path) -> Iterator[dict[str, ModuleType | Any]]:
+    """The copied spec with one operation more, regenerated into an importable package."""
+    spec = copy.deepcopy(load_spec(ROOT / "openapi" / "memory.yaml"))
+    spec["paths"]["/v1/memory/tally"] = _throwaway_operation()
+    spec_path = tmp_path / "openapi" / "memory.yaml"
+    spec_path.parent.mkdir()
+    spec_path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    package = tmp_path / PACKAGE
+    package.mkdir()
+    for name, text in render_package(spec_path, "openapi/memory.yaml").items():
+        (package / name).write_text(text, encoding="utf-8")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        yield {
+            "routes": importlib.import_module(f"{PACKAGE}.routes"),
+            "catalog": importlib.import_module(f"{PACKAGE}.catalog"),
+            "spec": importlib.import_module(f"{PACKAGE}.spec"),
+        }
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [m for m in sys.modules if m == PACKAGE or m.startswith(f"{PACKAGE}.")]:
+            del sys.modules[name]
+
+
+class TallyHandlers(AppHandlers):
+    """The handlers of today plus the one method the new operation needs."""
+
+    async def get_memory_tally(self, principal: Principal) -> Reply[models.ImportResult]:
+        return Reply(models.ImportResult(imported=3, skipped=1))
+
+
+def test_a_new_operation_needs_only_the_spec_a_regeneration_and_one_handler_method(
+    generated: dict[str, Any], settings: Settings, make_token: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(memory_bank.app, "build_router", generated["routes"].build_router)
+    monkeypatch.setattr(memory_bank.app, "CAPABILITIES", generated["catalog"].CAPABILITIES)
+    monkeypatch.setattr(memory_bank.app, "SPEC", generated["spec"].SPEC)
+    monkeypatch.setattr(memory_bank.app, "AppHandlers", TallyHandlers)
+    app = create_app(settings)
+    headers = {"Authorization": f"Bearer {make_token('acme', 'ann', ['memory:read'])}"}
+    try:
+        with TestClient(app, base_url=settings.public_url, headers=headers) as client:
+            rest = client.get("/v1/memory/tally")
+            assert rest.status_code == 200, rest.text
+            assert rest.json() == {"imported": 3, "skipped": 1}
+
+            rpc = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+            rpc["params"] = {"name": "execute_capability", "arguments": {"name": OPERATION}}
+            answer = client.post("/mcp", json=rpc, headers={"Accept": "application/json, text/event-stream"})
+            assert answer.status_code == 200, answer.text
+            result = answer.json()["result"]
+            assert not result.get("isError"), result
+            assert result["structuredContent"] == {"imported": 3, "skipped": 1}
+
+            assert OPERATION in json.dumps(client.get("/openapi.json").json()["paths"]["/v1/memory/tally"])
+            found = client.get("/v1/capabilities", params={"q": "tally of memories"}).json()
+            assert found["results"][0]["name"] == OPERATION
+    finally:
+        app.state.engine.dispose()
