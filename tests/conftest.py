@@ -1,4 +1,4 @@
-"""Fixtures for store and API tests: each on SQLite and on MariaDB (``backends``), the real app, real tokens."""
+"""Fixtures for store and API tests: each on SQLite and on MariaDB (``support.backends``), the real app, real tokens."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-import backends
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
@@ -18,12 +17,8 @@ from memory_bank.security.principal import Principal
 from memory_bank.security.tokens import TokenStore
 from memory_bank.settings import Settings, get_settings
 from memory_bank.store import MemoryStore, open_database
-
-READ_WRITE = ("memory:read", "memory:write")
-DEFAULT_AGENT = "agent-1"
-
-MakeToken = Callable[..., str]
-MakeClient = Callable[..., TestClient]
+from support import backends
+from support.clients import DEFAULT_AGENT, READ_WRITE, MakeClient, MakeToken
 
 
 @pytest.fixture(scope="session", autouse=True)

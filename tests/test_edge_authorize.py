@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from memory_bank.app import create_app
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.settings import Settings
-from mcp_live import live_server
+from support.mcp_live import live_server
 
 WRITE_ONLY = ("memory:write",)
 WRITE_CAPABILITIES = {c["name"] for c in CAPABILITIES if c["policy"]["permission"] == "memory:write"}

@@ -16,8 +16,8 @@ from codegen.body_bounds import max_json_bytes
 from codegen.loader import load_spec
 from codegen.pytypes import TypeNamer
 from memory_bank.generated.catalog import CAPABILITIES
-from mcp_live import LiveServer, live_server
-from raw_http import RawConnection, connect
+from support.mcp_live import LiveServer, live_server
+from support.raw_http import RawConnection, connect
 
 SPEC = load_spec(Path(__file__).resolve().parents[1] / "openapi" / "memory.yaml")
 ID = "A" * 21

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from transfer_support import chains, exported, ndjson
+from support.transfer import chains, exported, ndjson
 
 from memory_bank.handlers.transfer import export_line, parse_records
 from memory_bank.security.agents import AgentStore

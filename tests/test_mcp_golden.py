@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from memory_bank.settings import McpToolsMode
-from mcp_live import live_server
+from support.mcp_live import live_server
 
 GOLDEN = Path(__file__).parent / "golden"
 

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_live import LiveServer, live_server, post_rpc
+from support.mcp_live import LiveServer, live_server, post_rpc
 
 BUDGET = 4
 REFUSED = -32000

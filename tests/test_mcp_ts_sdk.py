@@ -21,10 +21,11 @@ from typing import Any
 import pytest
 
 from memory_bank.settings import McpToolsMode
-from mcp_live import LiveServer, live_server
+from support.mcp_live import LiveServer, live_server
+from support.requirements import unavailable
 
 NODE_DIR = Path(__file__).resolve().parents[1] / ".ci" / "node"
-SCRIPT = Path(__file__).with_name("mcp_ts_client.cjs")
+SCRIPT = Path(__file__).with_name("support") / "mcp_ts_client.cjs"
 INSTALL = "npm install --prefix .ci/node node@22 @modelcontextprotocol/sdk@1"
 #: Each org's budget on the test server: small, so a test can spend it.
 BUDGET = 6
@@ -36,9 +37,7 @@ def node() -> str:
     binary = NODE_DIR / "node_modules" / ".bin" / "node"
     found = str(binary) if binary.exists() else shutil.which("node")
     if not sdk.is_dir() or found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the TypeScript MCP SDK is not installed under .ci/node ({INSTALL})")
-        pytest.skip(f"the TypeScript MCP SDK is not installed; run: {INSTALL}")
+        unavailable("the TypeScript MCP SDK", "it is not installed under .ci/node", INSTALL)
     return found
 
 

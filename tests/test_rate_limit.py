@@ -8,7 +8,6 @@ is a failure. The down case starts a private ``redis-server`` and kills it.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import threading
@@ -18,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 
-import backends
+from support import backends
 import pytest
 import redis
 from fastapi.testclient import TestClient
@@ -29,15 +28,9 @@ from memory_bank.observability.metrics import Metrics
 from memory_bank.security.rate_limit import LocalCounter, RateLimiter, RedisCounter, redis_client
 from memory_bank.security.tokens import TokenStore
 from memory_bank.settings import Profile, Settings
+from support.requirements import unavailable
 
 MINUTE = 29_000_000  # an arbitrary epoch minute for the fake clock
-
-
-def unavailable(reason: str) -> None:
-    """Skip for want of a service, except in CI, where a missing service is a failure."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (CI=true: required)")
-    pytest.skip(reason)
 
 
 def fresh_minute(margin: float = 5.0) -> None:
@@ -191,7 +184,7 @@ def private_redis() -> Iterator[PrivateRedis]:
     """A throwaway redis-server on a free port, so a test can kill it; killed afterwards in any case."""
     binary = shutil.which("redis-server")
     if binary is None:
-        unavailable("redis-server is not installed")
+        unavailable("a private Redis server", "redis-server is not installed", "apt-get install redis-server")
     port = backends.free_port()
     process = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],

@@ -18,7 +18,6 @@ from typing import Any
 
 import httpx
 import httpx2
-from backends import free_port
 import uvicorn
 from fastapi import FastAPI
 from mcp import Client
@@ -27,8 +26,8 @@ from starlette.types import ASGIApp
 
 from memory_bank.app import create_app
 from memory_bank.settings import McpToolsMode, Settings
-
-READ_WRITE = ("memory:read", "memory:write")
+from support.backends import free_port
+from support.clients import DEFAULT_AGENT, READ_WRITE
 
 
 @dataclass
@@ -41,7 +40,7 @@ class LiveServer:
         return self.url + "/mcp"
 
     def token(
-        self, org: str | None = None, user: str = "ann", perms: Iterable[str] = READ_WRITE, agent: str | None = "agent-1"
+        self, org: str | None = None, user: str = "ann", perms: Iterable[str] = READ_WRITE, agent: str | None = DEFAULT_AGENT
     ) -> str:
         """A bearer token bound to ``agent``, in ``org`` (a fresh one by default, so tests never share data)."""
         plaintext, _ = self.app.state.tokens.create(org or f"org-{uuid.uuid4().hex[:8]}", user, agent, perms)
