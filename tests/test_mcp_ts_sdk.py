@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import pytest
 
 from memory_bank.settings import McpToolsMode
+from support.clock import pinned
 from support.mcp_live import LiveServer, live_server
 from support.requirements import unavailable
 
@@ -43,7 +43,7 @@ def node() -> str:
 
 @pytest.fixture(scope="module", params=[McpToolsMode.direct, McpToolsMode.both])
 def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    with live_server(tmp_path_factory.mktemp("ts-sdk"), request.param, rate_limit_rpm=BUDGET) as live:
+    with live_server(tmp_path_factory.mktemp("ts-sdk"), request.param, rate_limit_rpm=BUDGET, clock=pinned) as live:
         yield live
 
 
@@ -65,15 +65,8 @@ def problem_of(call: dict[str, Any]) -> dict[str, Any]:
     return problem
 
 
-def fresh_minute(margin: float = 10.0) -> None:
-    """Wait out the end of a minute, so the org's budget cannot reset in the middle of a test."""
-    left = 60 - time.time() % 60
-    if left < margin:
-        time.sleep(left + 0.05)
-
 
 def test_failures_and_successes_pass_the_sdk_schema_checks(node: str, server: LiveServer) -> None:
-    fresh_minute()
     calls = [
         {"name": "getMemory", "arguments": {"path": {"memory_id": "A" * 21}}},
         {"name": "postMemory", "arguments": {"body": {"content": 7}}},
@@ -89,7 +82,6 @@ def test_failures_and_successes_pass_the_sdk_schema_checks(node: str, server: Li
 
 
 def test_a_spent_budget_reaches_the_sdk_with_its_retry_hint(node: str, server: LiveServer) -> None:
-    fresh_minute()
     # The handshake and tools/list are charged too, so the budget runs out within BUDGET calls.
     found = run_calls(node, server, server.token(), [{"name": "listMemories", "arguments": {}}] * BUDGET)
     refused = [call for call in found["calls"] if "thrown" in call or call["result"].get("isError")]

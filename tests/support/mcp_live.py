@@ -10,7 +10,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,10 +73,14 @@ def post_rpc(http: httpx.Client, server: LiveServer, token: str, method: str, pa
 
 @contextmanager
 def live_server(
-    directory: Path, mode: McpToolsMode = McpToolsMode.meta, rate_limit_rpm: int = 100_000, database_url: str | None = None
+    directory: Path,
+    mode: McpToolsMode = McpToolsMode.meta,
+    rate_limit_rpm: int = 100_000,
+    database_url: str | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> Iterator[LiveServer]:
     """Serve a fresh app until the block ends, on ``database_url`` or else on SQLite in ``directory``
-    (each org gets ``rate_limit_rpm``)."""
+    (each org gets ``rate_limit_rpm`` per minute of ``clock``)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     settings = Settings(
@@ -85,7 +89,7 @@ def live_server(
         mcp_tools=mode,
         rate_limit_rpm=rate_limit_rpm,
     )
-    app = create_app(settings)
+    app = create_app(settings, clock=clock)
     try:
         with serving(app, port):
             yield LiveServer(app, url)
