@@ -34,7 +34,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from backends import free_port  # noqa: E402
+from support.backends import free_port  # noqa: E402
 
 from memory_bank.settings import Settings  # noqa: E402
 from memory_bank.store.database import open_database  # noqa: E402

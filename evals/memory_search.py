@@ -27,7 +27,7 @@ The semantic hybrid is switched on as in a deployment, by the setting
 
 MySQL/MariaDB comes from ``MEMORY_BANK_TEST_MYSQL_URL`` (default
 ``mysql+mysqldb://root@127.0.0.1:3306``); the harness creates a fresh database there
-(``tests/backends.fresh_database``) and drops it afterwards.
+(``tests/support/backends.fresh_database``) and drops it afterwards.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from sqlalchemy.engine import make_url
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "src"), str(ROOT / "evals"), str(ROOT / "tests")]
 
-from backends import MYSQL_URL_VARIABLE, fresh_database  # noqa: E402
+from support.backends import MYSQL_URL_VARIABLE, fresh_database  # noqa: E402
 from capability_search import latency_summary, mean_metrics, report  # noqa: E402
 
 from memory_bank.app import create_app  # noqa: E402

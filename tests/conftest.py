@@ -1,4 +1,4 @@
-"""Fixtures for store and API tests: each on SQLite and on MariaDB (``backends``), the real app, real tokens."""
+"""Fixtures for store and API tests: each on SQLite and on MariaDB (``support.backends``), the real app, real tokens."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-import backends
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
@@ -16,14 +15,12 @@ from typer.testing import CliRunner
 from memory_bank.app import create_app
 from memory_bank.security.principal import Principal
 from memory_bank.settings import Settings, get_settings
-from memory_bank.store import MemoryStore, open_database
+from memory_bank.store import MemoryStore
+from memory_bank.store.database import make_engine
 from memory_bank.store.tokens import TokenStore
-
-READ_WRITE = ("memory:read", "memory:write")
-DEFAULT_AGENT = "agent-1"
-
-MakeToken = Callable[..., str]
-MakeClient = Callable[..., TestClient]
+from support import backends
+from support.clients import DEFAULT_AGENT, READ_WRITE, MakeClient, MakeToken
+from support.templates import SqliteTemplate, migrate
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -41,17 +38,24 @@ def user_data_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> SqliteTemplate:
+    return SqliteTemplate.create(tmp_path_factory.mktemp("sqlite-template"))
+
+
+@pytest.fixture(scope="session")
 def mysql_run_database() -> Iterator[str]:
-    """This run's own MariaDB/MySQL database, migrated by the first app that opens it."""
+    """This run's own MariaDB/MySQL database, migrated once; each test empties it (``support.templates``)."""
     with backends.fresh_database(backends.mysql_server()) as url:
+        migrate(url)
         yield url
 
 
 @pytest.fixture(params=["sqlite", pytest.param("mysql", marks=pytest.mark.mysql)])
-def database_url(request: pytest.FixtureRequest, tmp_path) -> str:
-    """Every test that uses the database runs once per backend, each time on an empty one."""
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Every test that uses the database runs once per backend, each time on an empty, migrated one."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'memory-bank.db'}"
+        template: SqliteTemplate = request.getfixturevalue("sqlite_template")
+        return template.copy(tmp_path / "memory-bank.db")
     url: str = request.getfixturevalue("mysql_run_database")
     backends.empty_tables(url)
     return url
@@ -72,8 +76,9 @@ def settings(database_url: str) -> Settings:
 
 
 @pytest.fixture
-def engine(settings: Settings) -> Iterator[Engine]:
-    engine = open_database(settings)
+def engine(database_url: str) -> Iterator[Engine]:
+    """An engine on the test's database, already migrated (``support.templates``)."""
+    engine = make_engine(database_url)
     yield engine
     engine.dispose()
 
@@ -108,20 +113,18 @@ def client(app: FastAPI) -> Iterator[TestClient]:
 
 
 @pytest.fixture
-def make_token(settings: Settings) -> Iterator[MakeToken]:
+def make_token(engine: Engine) -> MakeToken:
     """``make_token(org, user, perms=READ_WRITE, agent="agent-1")`` -> bearer token plaintext.
 
     Writes need an agent (DESIGN §6), so tokens are bound to one unless a test passes
     ``agent=None`` to act agent-less.
     """
-    engine = open_database(settings)
     tokens = TokenStore(engine)
 
     def make(org: str, user: str, perms: Iterable[str] = READ_WRITE, agent: str | None = DEFAULT_AGENT) -> str:
         return tokens.create(org, user, agent, perms)[0]
 
-    yield make
-    engine.dispose()
+    return make
 
 
 @pytest.fixture

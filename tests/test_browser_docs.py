@@ -14,7 +14,6 @@ Skipped with a reason when Chromium or Playwright is missing, except under CI=tr
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,7 +25,8 @@ import pytest
 
 from memory_bank.generated.spec import SPEC
 
-from mcp_live import live_server
+from support.mcp_live import live_server
+from support.requirements import unavailable
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -62,9 +62,7 @@ def _missing() -> str | None:
 
 
 if (reason := _missing()) is not None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true but {reason}", pytrace=False)
-    pytest.skip(reason, allow_module_level=True)
+    unavailable("the browser tests", reason)
 
 
 expect.set_options(timeout=UI_TIMEOUT_MS)
@@ -86,7 +84,7 @@ class Offences:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    """The real app under uvicorn (tests/mcp_live.py) with one saved memory and a read/write token for it."""
+    """The real app under uvicorn (tests/support/mcp_live.py) with one saved memory and a read/write token for it."""
     with live_server(tmp_path_factory.mktemp("browser")) as server:
         token = server.token(org="acme", user="ada")
         saved = httpx.post(

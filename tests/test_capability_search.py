@@ -3,14 +3,13 @@ and a regression guard on the ToolAlpaca eval (real vendor specs)."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from extras import semantic_extra
+from support.requirements import need, semantic_extra
 
 from memory_bank.capabilities import method_intent, request_literals, request_steps
 from memory_bank.capabilities.bm25f import BM25F
@@ -301,10 +300,7 @@ def test_packaged_model_loads_offline() -> None:
 def test_toolalpaca_keeps_its_measured_level() -> None:
     """Regression guard a little under the measured figures (hit@5 0.990, final@1 0.802,
     MRR 0.895); the plain-BM25 floor is 0.89 / 0.60 / 0.75. The eval prints every metric."""
-    if not (TOOLALPACA / "queries.jsonl").exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"eval data missing in CI: {TOOLALPACA}")
-        pytest.skip(f"eval data not found at {TOOLALPACA}")
+    need("the ToolAlpaca guard", (TOOLALPACA / "queries.jsonl").exists(), f"eval data not found at {TOOLALPACA}")
     sys.path.insert(0, str(ROOT / "evals"))
     from capability_search import evaluate, load_catalog, memory_bank_ranker, read_queries
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from extras import semantic_extra
+from support.requirements import semantic_extra
 from typer.testing import CliRunner, Result
 
 from memory_bank.cli import app

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
-import backends
+from support import backends
 import httpx
 import pytest
 

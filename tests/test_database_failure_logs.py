@@ -22,7 +22,7 @@ from fastapi.testclient import TestClient
 
 from memory_bank.app import create_app
 from memory_bank.settings import Profile, Settings
-from private_mariadb import private_mariadb
+from support.private_mariadb import private_mariadb
 
 SECRET = "the vault combination is 31-17-42 swordfish"
 SECRET_KEYPATH = "vault.combination.swordfish"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,22 +11,17 @@ from fastapi.testclient import TestClient
 from memory_bank.app import create_app
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.settings import Settings
-from mcp_live import live_server
+from support.clock import pinned
+from support.mcp_live import live_server
 
 WRITE_ONLY = ("memory:write",)
 WRITE_CAPABILITIES = {c["name"] for c in CAPABILITIES if c["policy"]["permission"] == "memory:write"}
 
 
-def fresh_minute(margin: float = 5.0) -> None:
-    """Budgets are per calendar minute: wait out a minute about to end so none resets mid-test."""
-    left = 60 - time.time() % 60
-    if left < margin:
-        time.sleep(left + 0.05)
-
 
 @pytest.fixture
 def tight_client(settings: Settings) -> Iterator[TestClient]:
-    app = create_app(settings.model_copy(update={"rate_limit_rpm": 3}))
+    app = create_app(settings.model_copy(update={"rate_limit_rpm": 3}), clock=pinned)
     with TestClient(app) as client:
         yield client
     app.state.engine.dispose()
@@ -40,7 +34,6 @@ def bearer(client: TestClient, org: str, perms: tuple[str, ...]) -> dict[str, st
 
 def test_refused_calls_do_not_spend_the_orgs_budget(tight_client: TestClient) -> None:
     reader, writer = bearer(tight_client, "acme", ("memory:read",)), bearer(tight_client, "acme", WRITE_ONLY)
-    fresh_minute()
     refused = [tight_client.post("/v1/memory", json={"content": "x"}, headers=reader).status_code for _ in range(10)]
     assert refused == [403] * 10
     admitted = [tight_client.post("/v1/memory", json={"content": f"fact {i}"}, headers=writer).status_code for i in range(4)]

@@ -16,8 +16,8 @@ from memory_bank_codegen.body_bounds import max_json_bytes
 from memory_bank_codegen.loader import load_spec
 from memory_bank_codegen.pytypes import TypeNamer
 from memory_bank.generated.catalog import CAPABILITIES
-from mcp_live import LiveServer, live_server
-from raw_http import RawConnection, connect
+from support.mcp_live import LiveServer, live_server
+from support.raw_http import RawConnection, connect
 
 SPEC = load_spec(Path(__file__).resolve().parents[1] / "openapi" / "memory.yaml")
 ID = "A" * 21

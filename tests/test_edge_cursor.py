@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from memory_bank.errors import DomainError, ErrorCode
 from memory_bank.store.keyset import decode_cursor, encode_cursor
-from mcp_live import LiveServer, live_server, tool_problem
+from support.mcp_live import LiveServer, live_server, tool_problem
 
 ID = re.compile(r"^[A-Za-z0-9_-]{21}$")
 IDS = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-", min_size=21, max_size=21)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from memory_bank.store.memories import MemoryStore
-from mcp_live import LiveServer, live_server, tool_problem
-from raw_http import connect
+from support.mcp_live import LiveServer, live_server, tool_problem
+from support.raw_http import connect
 
 
 @pytest.fixture

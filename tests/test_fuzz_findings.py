@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from memory_bank.app import create_app
 from memory_bank.settings import Settings
 
-from conftest import MakeClient
+from support.clients import MakeClient
 
 
 def test_a_context_without_origin_is_returned_without_origin_not_with_null(make_client: MakeClient) -> None:

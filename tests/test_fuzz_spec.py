@@ -33,7 +33,7 @@ from schemathesis.config import SchemathesisConfig
 from memory_bank.generated.spec import SPEC
 from memory_bank.security.tokens import PERMISSIONS
 
-from mcp_live import live_server
+from support.mcp_live import live_server
 
 EXAMPLES = int(os.environ.get("MEMORY_BANK_FUZZ_EXAMPLES", "25"))
 SEED_KEYPATH = "fuzz.seed"
@@ -64,7 +64,7 @@ class FuzzTarget:
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzTarget]:
-    """The real app under uvicorn (tests/mcp_live.py) with a token that may do everything and one saved memory.
+    """The real app under uvicorn (tests/support/mcp_live.py) with a token that may do everything and one saved memory.
 
     The live server lifts the rate limit: hundreds of calls a minute are the point here.
     """

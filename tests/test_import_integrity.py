@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from transfer_support import chains, exported, ndjson
+from support.transfer import chains, exported, ndjson
 
 from memory_bank.security.principal import Principal
 from memory_bank.store import importer

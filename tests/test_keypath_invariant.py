@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
-import backends
+from support import backends
 import pytest
 import sqlalchemy as sa
 from alembic import command

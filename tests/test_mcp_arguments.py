@@ -20,13 +20,13 @@ import sqlalchemy as sa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import MakeToken
+from support.clients import MakeToken
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from memory_bank.capabilities.execute import Executor
 from memory_bank.store.tables import AuditEventRow
-from mcp_live import LiveServer, live_server, post_rpc
+from support.mcp_live import LiveServer, live_server, post_rpc
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """The MCP conformance suite (npm ``@modelcontextprotocol/conformance``) against the running server.
 
 The suite cannot send a bearer token, and ``/mcp`` keeps requiring one: it talks to
-``tests/bearer_proxy.py``, which adds the token and passes every other header,
+``tests/support/bearer_proxy.py``, which adds the token and passes every other header,
 ``Host`` and ``Origin`` included, through unchanged, so ``dns-rebinding-protection``
 tests the server's own check. ``.ci/run`` installs the suite (with Node 22) under
 ``.ci/node``; elsewhere these tests skip with the install command, except under
@@ -25,10 +25,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from backends import free_port
+from support.backends import free_port
 
-from bearer_proxy import BearerProxy
-from mcp_live import LiveServer, live_server, serving
+from support.bearer_proxy import BearerProxy
+from support.mcp_live import LiveServer, live_server, serving
+from support.requirements import need
 
 BIN = Path(__file__).resolve().parents[1] / ".ci" / "node" / "node_modules" / ".bin"
 PACKAGE = "@modelcontextprotocol/conformance@0.1.16"
@@ -71,10 +72,8 @@ NOT_APPLICABLE = {
 
 @pytest.fixture(scope="module")
 def conformance() -> list[str]:
-    if not (BIN / "conformance").exists() or not (BIN / "node").exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the MCP conformance suite is not installed under .ci/node ({INSTALL})")
-        pytest.skip(f"the MCP conformance suite is not installed; run: {INSTALL}")
+    installed = (BIN / "conformance").exists() and (BIN / "node").exists()
+    need("the MCP conformance suite", installed, "it is not installed under .ci/node", INSTALL)
     return [str(BIN / "node"), str(BIN / "conformance")]
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.settings import McpToolsMode
-from mcp_live import live_server
+from support.mcp_live import live_server
 
 GOLDEN = Path(__file__).parent / "golden"
 

@@ -21,7 +21,7 @@ from mcp_types import CallToolResult
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.settings import McpToolsMode
 from memory_bank.store.tables import AuditEventRow
-from mcp_live import LiveServer, live_server, tool_problem
+from support.mcp_live import LiveServer, live_server, tool_problem
 
 CATALOG = {c["name"]: c for c in CAPABILITIES}
 META_TOOLS = ("search_capabilities", "execute_capability")

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from memory_bank.settings import McpToolsMode
-from mcp_live import LiveServer, live_server
+from support.mcp_live import LiveServer, live_server
+from support.requirements import need
 
 BIN = Path(__file__).resolve().parents[1] / ".ci" / "node" / "node_modules" / ".bin"
 INSTALL = "npm install --prefix .ci/node node@22 @modelcontextprotocol/inspector@2"
@@ -24,10 +25,8 @@ INSTALL = "npm install --prefix .ci/node node@22 @modelcontextprotocol/inspector
 
 @pytest.fixture(scope="module")
 def inspector() -> list[str]:
-    if not (BIN / "mcp-inspector").exists() or not (BIN / "node").exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the MCP Inspector is not installed under .ci/node ({INSTALL})")
-        pytest.skip(f"the MCP Inspector is not installed; run: {INSTALL}")
+    installed = (BIN / "mcp-inspector").exists() and (BIN / "node").exists()
+    need("the MCP Inspector", installed, "it is not installed under .ci/node", INSTALL)
     return [str(BIN / "node"), str(BIN / "mcp-inspector"), "--cli"]
 
 

@@ -11,7 +11,6 @@ permission refusal) never count. Raw JSON-RPC over HTTP, so each step is one req
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_live import LiveServer, live_server, post_rpc
+from support.clock import pinned
+from support.mcp_live import LiveServer, live_server, post_rpc
 
 BUDGET = 4
 REFUSED = -32000
@@ -67,15 +67,9 @@ STEPS: dict[str, Step] = {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    with live_server(tmp_path_factory.mktemp("metering"), rate_limit_rpm=BUDGET) as live:
+    with live_server(tmp_path_factory.mktemp("metering"), rate_limit_rpm=BUDGET, clock=pinned) as live:
         yield live
 
-
-def fresh_minute(margin: float = 3.0) -> None:
-    """Wait out the end of a minute, so a budget cannot reset in the middle of a sequence."""
-    left = 60 - time.time() % 60
-    if left < margin:
-        time.sleep(left + 0.05)
 
 
 def send(http: httpx.Client, server: LiveServer, step: Step, token: str) -> Any:
@@ -108,7 +102,6 @@ def is_rate_limited(answer: Any) -> bool:
 def test_each_request_counts_once_and_only_after_its_permission_check(server: LiveServer, names: list[str]) -> None:
     org = f"org-{uuid.uuid4().hex[:10]}"
     writer, reader = server.token(org), server.token(org, user="rob", perms=["memory:read"])
-    fresh_minute()
     spent = 0
     with httpx.Client(timeout=30) as http:
         for name in names:
@@ -123,7 +116,6 @@ def test_each_request_counts_once_and_only_after_its_permission_check(server: Li
 
 def test_a_refused_request_without_a_tool_result_is_a_json_rpc_error_with_the_wait(server: LiveServer) -> None:
     token = server.token()
-    fresh_minute()
     with httpx.Client(timeout=30) as http:
         answers = [send(http, server, STEPS["tools/list"], token) for _ in range(BUDGET + 1)]
     assert all("result" in answer for answer in answers[:BUDGET])
@@ -134,7 +126,6 @@ def test_a_refused_request_without_a_tool_result_is_a_json_rpc_error_with_the_wa
 
 def test_a_refused_tool_call_is_a_tool_result_with_the_wait(server: LiveServer) -> None:
     token = server.token()
-    fresh_minute()
     with httpx.Client(timeout=30) as http:
         answers = [send(http, server, STEPS["bad arguments"], token) for _ in range(BUDGET + 1)]
     assert [(problem_of(a) or {}).get("code") for a in answers] == ["invalid_params"] * BUDGET + ["rate_limited"]

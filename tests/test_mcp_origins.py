@@ -20,7 +20,7 @@ from memory_bank.app import create_app
 from memory_bank.mcp.origins import LOOPBACK_NAMES, AllowedOrigins
 from memory_bank.settings import Profile, Settings
 from memory_bank.store.tokens import TokenStore
-from mcp_live import LiveServer, live_server
+from support.mcp_live import LiveServer, live_server
 
 PUBLIC = "https://memory.example.com"
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}

@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from memory_bank.mcp.envelope import BATCH, NOT_A_MESSAGE, NOT_JSON
 from memory_bank.mcp.http import MAX_BODY_BYTES
-from mcp_live import LiveServer, live_server
+from support.mcp_live import LiveServer, live_server
 
 ACCEPT = "application/json, text/event-stream"
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,10 +20,12 @@ from typing import Any
 import pytest
 
 from memory_bank.settings import McpToolsMode
-from mcp_live import LiveServer, live_server
+from support.clock import pinned
+from support.mcp_live import LiveServer, live_server
+from support.requirements import unavailable
 
 NODE_DIR = Path(__file__).resolve().parents[1] / ".ci" / "node"
-SCRIPT = Path(__file__).with_name("mcp_ts_client.cjs")
+SCRIPT = Path(__file__).with_name("support") / "mcp_ts_client.cjs"
 INSTALL = "npm install --prefix .ci/node node@22 @modelcontextprotocol/sdk@1"
 #: Each org's budget on the test server: small, so a test can spend it.
 BUDGET = 6
@@ -36,15 +37,13 @@ def node() -> str:
     binary = NODE_DIR / "node_modules" / ".bin" / "node"
     found = str(binary) if binary.exists() else shutil.which("node")
     if not sdk.is_dir() or found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the TypeScript MCP SDK is not installed under .ci/node ({INSTALL})")
-        pytest.skip(f"the TypeScript MCP SDK is not installed; run: {INSTALL}")
+        unavailable("the TypeScript MCP SDK", "it is not installed under .ci/node", INSTALL)
     return found
 
 
 @pytest.fixture(scope="module", params=[McpToolsMode.direct, McpToolsMode.both])
 def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    with live_server(tmp_path_factory.mktemp("ts-sdk"), request.param, rate_limit_rpm=BUDGET) as live:
+    with live_server(tmp_path_factory.mktemp("ts-sdk"), request.param, rate_limit_rpm=BUDGET, clock=pinned) as live:
         yield live
 
 
@@ -66,15 +65,8 @@ def problem_of(call: dict[str, Any]) -> dict[str, Any]:
     return problem
 
 
-def fresh_minute(margin: float = 10.0) -> None:
-    """Wait out the end of a minute, so the org's budget cannot reset in the middle of a test."""
-    left = 60 - time.time() % 60
-    if left < margin:
-        time.sleep(left + 0.05)
-
 
 def test_failures_and_successes_pass_the_sdk_schema_checks(node: str, server: LiveServer) -> None:
-    fresh_minute()
     calls = [
         {"name": "getMemory", "arguments": {"path": {"memory_id": "A" * 21}}},
         {"name": "postMemory", "arguments": {"body": {"content": 7}}},
@@ -90,7 +82,6 @@ def test_failures_and_successes_pass_the_sdk_schema_checks(node: str, server: Li
 
 
 def test_a_spent_budget_reaches_the_sdk_with_its_retry_hint(node: str, server: LiveServer) -> None:
-    fresh_minute()
     # The handshake and tools/list are charged too, so the budget runs out within BUDGET calls.
     found = run_calls(node, server, server.token(), [{"name": "listMemories", "arguments": {}}] * BUDGET)
     refused = [call for call in found["calls"] if "thrown" in call or call["result"].get("isError")]

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-import backends
+from support import backends
 import pytest
 import sqlalchemy as sa
-from extras import semantic_extra
+from support.requirements import need, semantic_extra
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
@@ -101,10 +100,7 @@ def test_no_loss_with_noise_orgs(backend: str, tmp_path: Path) -> None:
 @pytest.mark.evals
 def test_locomo_dev_stays_above_the_plain_bm25_floor() -> None:
     """Regression guard: plain BM25 over the turns scores recall@10 0.55 on the dev set."""
-    if not LOCOMO.is_dir():
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI must run the LoCoMo guard, but {LOCOMO} is missing", pytrace=False)
-        pytest.skip(f"no LoCoMo data at {LOCOMO}")
+    need("the LoCoMo guard", LOCOMO.is_dir(), f"no LoCoMo data at {LOCOMO}")
     result = memory_search.evaluate([memory_search.read_conversation(p) for p in sorted(LOCOMO.glob("*.json"))], ["sqlite"], 0)
     assert result["backends"]["sqlite"]["recall@10"] >= 0.55
 

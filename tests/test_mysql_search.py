@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-import backends
+from support import backends
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine

@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
 from memory_bank.store.tables import FeedbackRow, MemoryRow
-from mcp_live import LiveServer, live_server, tool_problem
+from support.mcp_live import LiveServer, live_server, tool_problem
 
 ORIGINAL = "the staging password rotates on fridays"
 INTRUDER = "intruder text written over the owner's"

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 from fastapi.testclient import TestClient
-from backends import free_port
+from support.backends import free_port
 from test_rate_limit import shared_redis  # noqa: F401  (fixture)
 
 from memory_bank.app import create_app

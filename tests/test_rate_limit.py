@@ -8,7 +8,6 @@ is a failure. The down case starts a private ``redis-server`` and kills it.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import threading
@@ -18,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 
-import backends
+from support import backends
 import pytest
 import redis
 from fastapi.testclient import TestClient
@@ -30,22 +29,11 @@ from memory_bank.observability.metrics import Metrics
 from memory_bank.security.rate_limit import LocalCounter, RateLimiter, RedisCounter, redis_client
 from memory_bank.settings import Profile, Settings
 from memory_bank.store.tokens import TokenStore
+from support.clock import pinned
+from support.requirements import unavailable
 
 MINUTE = 29_000_000  # an arbitrary epoch minute for the fake clock
 
-
-def unavailable(reason: str) -> None:
-    """Skip for want of a service, except in CI, where a missing service is a failure."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (CI=true: required)")
-    pytest.skip(reason)
-
-
-def fresh_minute(margin: float = 5.0) -> None:
-    """Tests on the real clock wait out the end of a minute, so a budget cannot reset under them."""
-    left = 60 - time.time() % 60
-    if left < margin:
-        time.sleep(left + 0.05)
 
 
 def make_limiter(counter=None, *, rpm: int = 3, overrides=None, fail_closed=False, at: float = MINUTE * 60 + 45.0):
@@ -126,7 +114,7 @@ def serve(settings: Settings) -> Iterator[Callable[..., tuple[TestClient, Callab
     with ExitStack() as running:
 
         def start(**overrides) -> tuple[TestClient, Callable[[str], dict[str, str]]]:
-            app = create_app(settings.model_copy(update=overrides))
+            app = create_app(settings.model_copy(update=overrides), clock=pinned)
             running.callback(app.state.engine.dispose)
             client = running.enter_context(TestClient(app))
             tokens = TokenStore(app.state.engine)
@@ -146,7 +134,6 @@ def spend(client: TestClient, headers: dict[str, str], calls: int) -> list[int]:
 def test_the_app_answers_429_problem_with_retry_after(serve) -> None:
     client, headers_for = serve(rate_limit_rpm=3, rate_limit_org_overrides={"big": 5})
     acme, big = headers_for("acme"), headers_for("big")
-    fresh_minute()
     assert spend(client, acme, 4) == [200, 200, 200, 429]
     assert spend(client, big, 6) == [200] * 5 + [429]
 
@@ -192,7 +179,7 @@ def private_redis() -> Iterator[PrivateRedis]:
     """A throwaway redis-server on a free port, so a test can kill it; killed afterwards in any case."""
     binary = shutil.which("redis-server")
     if binary is None:
-        unavailable("redis-server is not installed")
+        unavailable("a private Redis server", "redis-server is not installed", "apt-get install redis-server")
     port = backends.free_port()
     process = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
@@ -236,7 +223,6 @@ def test_replicas_share_one_budget_through_redis(serve, shared_redis: str, org: 
     one, headers_for = serve(redis_url=shared_redis, rate_limit_rpm=4)
     two, _ = serve(redis_url=shared_redis, rate_limit_rpm=4)
     headers = headers_for(org)
-    fresh_minute()
     assert spend(one, headers, 2) + spend(two, headers, 2) + spend(one, headers, 1) + spend(two, headers, 1) == [
         200, 200, 200, 200, 429, 429,
     ]

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import backends
+from support import backends
 import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings

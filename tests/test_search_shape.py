@@ -21,7 +21,7 @@ from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.generated.spec import SPEC
 from memory_bank.settings import McpToolsMode
 
-from mcp_live import live_server
+from support.mcp_live import live_server
 
 SCHEMAS = SPEC["components"]["schemas"]
 SEARCH_200 = SPEC["paths"]["/v1/memory/search"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from backends import sqlite_only
+from support.backends import sqlite_only
 
 from memory_bank.store import MemoryFilter, MemoryStore
 from memory_bank.store.search import query_terms, score

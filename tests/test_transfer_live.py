@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 import sqlalchemy as sa
-from transfer_support import live_app
+from support.transfer import live_app
 
 from memory_bank import transfer
 from memory_bank.handlers import transfer as import_handler

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlmodel import Session, col
-from transfer_support import chains, exported
+from support.transfer import chains, exported
 
 from memory_bank.errors import DomainError, ErrorCode
 from memory_bank.security.principal import Principal

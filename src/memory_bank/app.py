@@ -8,7 +8,8 @@ dependency, and the edge (``api``) its routes, docs, problem handlers and middle
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -48,12 +49,13 @@ class AppHandlers(MemoryHandlers, CapabilityHandlers):
         CapabilityHandlers.__init__(self, registry)
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, *, clock: Callable[[], float] = time.time) -> FastAPI:
+    """The app on ``settings``; ``clock`` is the wall clock of its per-minute budgets (a test pins it)."""
     settings = settings or get_settings()
     configure_logging(settings.env)
     engine = open_database(settings)
     tokens = TokenStore(engine)
-    operations = Operations.build(settings, engine)
+    operations = Operations.build(settings, engine, clock)
     registry = CapabilityRegistry(CAPABILITIES)
     handlers = AppHandlers(MemoryStore(engine, embedder_for(settings)), AgentResolver(AgentStore(engine)), registry)
 

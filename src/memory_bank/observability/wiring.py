@@ -8,7 +8,8 @@ client, own audit writer): tests build many apps in one process.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -32,12 +33,13 @@ class Operations:
     redis: redis.Redis | None
 
     @classmethod
-    def build(cls, settings: Settings, engine: Engine) -> Operations:
+    def build(cls, settings: Settings, engine: Engine, clock: Callable[[], float] = time.time) -> Operations:
+        """``clock``: the wall clock whose calendar minutes the rate limiter counts in."""
         metrics = Metrics()
         client = redis_client(settings)
         return cls(
             metrics=metrics,
-            limiter=RateLimiter.from_settings(settings, client, metrics),
+            limiter=RateLimiter.from_settings(settings, client, metrics, clock),
             audit=AuditLog.from_settings(settings, TableSink(engine), metrics),
             readiness=Readiness(engine, client),
             redis=client,

@@ -124,7 +124,9 @@ class RateLimiter:
         self._failing = False
 
     @classmethod
-    def from_settings(cls, settings: Settings, client: redis.Redis | None, metrics: Metrics) -> RateLimiter:
+    def from_settings(
+        cls, settings: Settings, client: redis.Redis | None, metrics: Metrics, clock: Callable[[], float] = time.time
+    ) -> RateLimiter:
         counter: MinuteCounter = LocalCounter() if client is None else RedisCounter(client)
         return cls(
             counter,
@@ -132,6 +134,7 @@ class RateLimiter:
             rpm=settings.rate_limit_rpm,
             overrides=settings.rate_limit_org_overrides,
             fail_closed=settings.protected,
+            clock=clock,
         )
 
     def budget(self, org_id: str) -> int:

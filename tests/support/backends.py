@@ -3,9 +3,8 @@
 ``MEMORY_BANK_TEST_MYSQL_URL`` names a server account (any database in the URL is
 only used to connect); each run creates its own ``mb_test_<random>`` database on
 it and drops it at the end. Without a server, or without mysqlclient, MySQL cases
-skip with the reason, except in CI (``CI=true``), where a run that silently
-skipped them would pass without having tested the production backend: there
-they fail with the reason instead.
+skip with the reason, except in CI (``support.requirements``): the production
+backend must be tested there.
 """
 
 from __future__ import annotations
@@ -15,11 +14,13 @@ import secrets
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NoReturn
 
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, make_url
+
+from support.requirements import unavailable
+
 
 def free_port() -> int:
     """A loopback port nothing listens on now, for a server a test starts itself."""
@@ -29,30 +30,25 @@ def free_port() -> int:
 
 
 MYSQL_URL_VARIABLE = "MEMORY_BANK_TEST_MYSQL_URL"
-
-def unavailable(reason: str) -> NoReturn:
-    """Skip on a developer's machine; fail in CI, where the MySQL suite must run."""
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"the MySQL/MariaDB suite must run in CI, but {reason}", pytrace=False)
-    pytest.skip(reason)
+MYSQL = "the MySQL/MariaDB suite"
 
 
 def mysql_server() -> URL:
     """The configured server, checked reachable; skips or fails (``unavailable``) otherwise."""
     raw = os.environ.get(MYSQL_URL_VARIABLE)
     if not raw:
-        unavailable(f"{MYSQL_URL_VARIABLE} is not set (e.g. mysql+mysqldb://root@127.0.0.1:3306/test)")
+        unavailable(MYSQL, f"{MYSQL_URL_VARIABLE} is not set", "e.g. mysql+mysqldb://root@127.0.0.1:3306/test")
     try:
         import MySQLdb  # noqa: F401
     except ImportError as exc:
-        unavailable(f"mysqlclient is not installed ({exc}); pip install -e '.[mysql]'")
+        unavailable(MYSQL, f"mysqlclient is not installed ({exc})", "pip install -e '.[mysql]'")
     url = make_url(raw)
     engine = sa.create_engine(url)
     try:
         with engine.connect():
             pass
     except sa.exc.OperationalError as exc:
-        unavailable(f"cannot reach {url.render_as_string(hide_password=True)}: {exc.orig}")
+        unavailable(MYSQL, f"cannot reach {url.render_as_string(hide_password=True)}: {exc.orig}")
     finally:
         engine.dispose()
     return url
@@ -105,7 +101,7 @@ def redis_server() -> str:
     try:
         client.ping()
     except redis.RedisError as exc:
-        unavailable(f"cannot reach Redis at {url}: {exc}")
+        unavailable("the Redis tests", f"cannot reach Redis at {url}: {exc}", "MEMORY_BANK_TEST_REDIS_URL")
     finally:
         client.close()
     return url

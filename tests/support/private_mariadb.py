@@ -3,7 +3,7 @@
 For failure tests that must take a database down mid-write without touching the
 shared server. Needs ``mariadb-install-db`` and ``mariadbd`` (Debian's mariadb-server);
 without them the test skips with the reason, except in CI, where it fails
-(``backends.unavailable``). Grant tables are skipped: the server listens on loopback
+(``support.requirements``). Grant tables are skipped: the server listens on loopback
 only and lives for one test.
 """
 
@@ -19,7 +19,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from backends import free_port, unavailable
+from support.backends import free_port
+from support.requirements import unavailable
 
 START_SECONDS = 60
 
@@ -38,7 +39,7 @@ class PrivateMariaDB:
 def _binary(name: str) -> str:
     found = shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin:/usr/local/sbin")
     if found is None:
-        unavailable(f"{name} is not installed (apt-get install mariadb-server)")
+        unavailable("a private MariaDB server", f"{name} is not installed", "apt-get install mariadb-server")
     return found
 
 

@@ -7,13 +7,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from backends import free_port
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from mcp_live import serving
 
 from memory_bank.app import create_app
 from memory_bank.settings import Settings
+from support.backends import free_port
+from support.mcp_live import serving
 
 #: What an export record says beyond its id and owner: all of it must survive a round trip.
 OWNER_FIELDS = ("id", "user_id", "supersedes_id")

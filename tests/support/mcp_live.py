@@ -10,7 +10,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +18,6 @@ from typing import Any
 
 import httpx
 import httpx2
-from backends import free_port
 import uvicorn
 from fastapi import FastAPI
 from mcp import Client
@@ -27,8 +26,8 @@ from starlette.types import ASGIApp
 
 from memory_bank.app import create_app
 from memory_bank.settings import McpToolsMode, Settings
-
-READ_WRITE = ("memory:read", "memory:write")
+from support.backends import free_port
+from support.clients import DEFAULT_AGENT, READ_WRITE
 
 
 @dataclass
@@ -41,7 +40,7 @@ class LiveServer:
         return self.url + "/mcp"
 
     def token(
-        self, org: str | None = None, user: str = "ann", perms: Iterable[str] = READ_WRITE, agent: str | None = "agent-1"
+        self, org: str | None = None, user: str = "ann", perms: Iterable[str] = READ_WRITE, agent: str | None = DEFAULT_AGENT
     ) -> str:
         """A bearer token bound to ``agent``, in ``org`` (a fresh one by default, so tests never share data)."""
         plaintext, _ = self.app.state.tokens.create(org or f"org-{uuid.uuid4().hex[:8]}", user, agent, perms)
@@ -74,10 +73,14 @@ def post_rpc(http: httpx.Client, server: LiveServer, token: str, method: str, pa
 
 @contextmanager
 def live_server(
-    directory: Path, mode: McpToolsMode = McpToolsMode.meta, rate_limit_rpm: int = 100_000, database_url: str | None = None
+    directory: Path,
+    mode: McpToolsMode = McpToolsMode.meta,
+    rate_limit_rpm: int = 100_000,
+    database_url: str | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> Iterator[LiveServer]:
     """Serve a fresh app until the block ends, on ``database_url`` or else on SQLite in ``directory``
-    (each org gets ``rate_limit_rpm``)."""
+    (each org gets ``rate_limit_rpm`` per minute of ``clock``)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     settings = Settings(
@@ -86,7 +89,7 @@ def live_server(
         mcp_tools=mode,
         rate_limit_rpm=rate_limit_rpm,
     )
-    app = create_app(settings)
+    app = create_app(settings, clock=clock)
     try:
         with serving(app, port):
             yield LiveServer(app, url)
