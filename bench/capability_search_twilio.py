@@ -30,7 +30,7 @@ sys.path[:0] = [str(ROOT / "evals"), str(ROOT), str(ROOT / "src")]
 from capability_search import add_semantic_option, latency_summary, report, requested_embedder  # noqa: E402
 from codegen.catalog_builder import build_catalogs  # noqa: E402
 from codegen.loader import load_spec  # noqa: E402
-from memory_bank.capabilities.search import CapabilitySearch  # noqa: E402
+from memory_bank.capabilities.ranking.search import CapabilitySearch  # noqa: E402
 
 DEFAULT_ROOT = ROOT.parent / "shared" / "evals" / "large-specs" / "twilio"
 FILLERS = ("", "can you ", "please ", "I need to ", "how do I ", "help me ")

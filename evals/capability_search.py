@@ -40,8 +40,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
 from codegen.catalog_builder import build_catalogs  # noqa: E402
 from codegen.loader import load_spec  # noqa: E402
-from memory_bank.capabilities.search import CapabilitySearch  # noqa: E402
-from memory_bank.capabilities.semantic import Embedder, load_embedder  # noqa: E402
+from memory_bank.capabilities.ranking.search import CapabilitySearch  # noqa: E402
+from memory_bank.textsearch.embeddings import Embedder, load_embedder  # noqa: E402
 
 #: A ranker: query -> ranked ``(source, "METHOD /path")`` keys, best first.
 Ranker = Callable[[str, int], list[tuple[str, str]]]

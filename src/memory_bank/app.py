@@ -35,8 +35,8 @@ from memory_bank.security.authorize import make_authorize
 from memory_bank.security.tokens import TokenStore
 from memory_bank.settings import Settings, get_settings
 from memory_bank.store.database import open_database
-from memory_bank.store.embeddings import embedder_for
 from memory_bank.store.memories import MemoryStore
+from memory_bank.store.search.semantic import embedder_for
 
 
 class AppHandlers(MemoryHandlers, CapabilityHandlers):

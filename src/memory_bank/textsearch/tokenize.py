@@ -1,39 +1,60 @@
-"""Turn API text (identifiers, paths, prose) into search terms.
+"""Text -> search terms: one tokenizer, two ways of splitting, two named stopword lists.
 
-Operation names and paths glue words together (``getUserById``, ``/ip_addresses``,
-``IPAddress``); queries are prose ("holidays in France"). Both sides must reduce to
-the same terms or no ranker can match them, so there is one function for both:
-:func:`terms` (split, drop function words, stem).
+Both searches reduce what is indexed and what is asked to the same terms, or no ranker
+can match them; each does it with one function used on both sides:
 
-Stemming is Snowball's English (Porter2) stemmer from ``snowballstemmer``: pure
-Python, maintained, and the standard light stemmer of IR; it folds "holidays" /
-"holiday", "countries" / "country", "nutritional" / "nutrition". Stems are cached:
-API vocabularies are small, so after indexing nearly every query word is a hit.
+* :func:`identifier_terms` for API text, where names and paths glue words together
+  (``getUserById``, ``/ip_addresses``, ``IPAddress``) and requests are prose ("holidays
+  in France"): runs of letters or digits, camelCase and acronyms split,
+  :data:`API_STOPWORDS` dropped, stemmed;
+* :func:`folded_terms` for memories, whose text is prose in any script: case,
+  compatibility forms and accents folded (:func:`fold`), split at every non-alphanumeric
+  character (``v2`` stays one word), :data:`MEMORY_STOPWORDS` dropped, stemmed.
+
+The two lists differ because the two searches were tuned on different data: each is
+part of its search's ranking, and changing one changes that search's figures.
+
+Stemming is Snowball's English (Porter2) stemmer from ``snowballstemmer`` (with
+``PyStemmer`` installed it runs in C, same stems): the standard light stemmer of IR; it
+folds "holidays" / "holiday", "countries" / "country", "nutritional" / "nutrition".
+Stems are cached: vocabularies are small, so after indexing nearly every word is a hit.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 import snowballstemmer
 
-__all__ = ["STOPWORDS", "phrases", "split_words", "stem", "terms"]
+__all__ = [
+    "API_STOPWORDS", "MEMORY_STOPWORDS", "fold", "folded_terms", "identifier_terms", "phrases", "split_words", "stem",
+]  # fmt: skip
 
-#: Runs of letters or digits; everything else (``/``, ``_``, ``{``, ``.``, ``-``) separates.
-_RUN = re.compile(r"[^\W\d_]+|\d+")
-
-#: Function words that carry no intent in a request ("can you get me the ..."). Kept
-#: short on purpose: words like "all", "new", "by", "not" do separate operations.
-#: "many" and "much" only size what follows ("how many moons does Jupiter have"): as
-#: terms they tied questions to an operation that says "how many cats" (ToolAlpaca MRR
-#: 0.878 -> 0.881, final@1 0.763 -> 0.768; Twilio's known-item check unchanged).
-STOPWORDS = frozenset(
+#: Function words that carry no intent in a request for an operation ("can you get me the
+#: ..."). Kept short on purpose: words like "all", "new", "by", "not" do separate
+#: operations; "many" and "much" only size what follows ("how many moons does Jupiter have").
+API_STOPWORDS = frozenset(
     """a an and are as at be been but can could do does for from have how i if in into is it
     its many me much my of on or our please should so than that the their them then there
     these they this those to was we were what when where which who whom why will with would
     you your""".split()
 )
+
+#: Function words that match nearly every memory and so only add noise; dropped from
+#: indexed text and queries alike. A query made only of these finds nothing lexically.
+MEMORY_STOPWORDS = frozenset(
+    """a about all also am an and any are as at be been but by can could did do does
+    for from had has have he her his how i if in into is it its me my no not of on or
+    our she should so some than that the their them then there these they this those
+    to us was we were what when where which who whom why will with would you your""".split()
+)
+
+#: Runs of letters or digits; everything else (``/``, ``_``, ``{``, ``.``, ``-``) separates.
+_RUN = re.compile(r"[^\W\d_]+|\d+")
+#: Runs of letters and digits together: every separator (space, punctuation, ``_``) splits.
+_WORD = re.compile(r"[^\W_]+")
 
 _STEMMER = snowballstemmer.stemmer("english")
 
@@ -69,16 +90,29 @@ def stem(word: str) -> str:
     return str(_STEMMER.stemWord(word))
 
 
-def terms(*texts: str) -> list[str]:
-    """The search terms of ``texts``, in order: their words, without stopwords, stemmed."""
-    return [term for text in texts for term in _terms_of(text)]
+def identifier_terms(*texts: str) -> list[str]:
+    """The search terms of API ``texts``, in order: their words split as identifiers
+    (:func:`split_words`), without :data:`API_STOPWORDS`, stemmed."""
+    return [term for text in texts for term in _identifier_terms_of(text)]
 
 
 @lru_cache(maxsize=65536)
-def _terms_of(text: str) -> tuple[str, ...]:
+def _identifier_terms_of(text: str) -> tuple[str, ...]:
     """Cached per text: big specs repeat the same parameter and field descriptions
     hundreds of times (Twilio: "The SID of the Account that created the resource")."""
-    return tuple(stem(w) for w in split_words(text) if w not in STOPWORDS)
+    return tuple(stem(w) for w in split_words(text) if w not in API_STOPWORDS)
+
+
+def fold(text: str) -> str:
+    """Lower-cased, compatibility-normalised, accents dropped (``Café`` -> ``cafe``)."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def folded_terms(text: str) -> list[str]:
+    """The search terms of memory ``text`` in order: folded words, :data:`MEMORY_STOPWORDS`
+    dropped, stemmed."""
+    return [stem(word) for word in _WORD.findall(fold(text)) if word not in MEMORY_STOPWORDS]
 
 
 def phrases(words: list[str]) -> list[str]:

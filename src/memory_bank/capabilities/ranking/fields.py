@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from memory_bank.capabilities.text import phrases, terms
+from memory_bank.textsearch.tokenize import identifier_terms, phrases
 
 __all__ = ["FIELD_WEIGHTS", "api_texts", "api_terms", "fields", "response_words"]
 
@@ -127,18 +127,18 @@ def fields(capability: Mapping[str, Any]) -> dict[str, list[str]]:
     description = _text(capability.get("description")).strip()
     arguments = list(_arguments(capability))
     prose = {
-        "name": terms(_text(capability.get("name"))),
-        "title": terms(title),
-        "path": terms(_literal_path(_text(capability.get("path")))),
-        "description": terms(description) if description != title else [],
+        "name": identifier_terms(_text(capability.get("name"))),
+        "title": identifier_terms(title),
+        "path": identifier_terms(_literal_path(_text(capability.get("path")))),
+        "description": identifier_terms(description) if description != title else [],
     }
     return prose | {
-        "tags": terms(*_tags(capability)),
-        "params": terms(*(name for name, _ in arguments)),
-        "param_text": terms(*(text for _, text in arguments)),
-        "returns": terms(*response_words(capability)),
+        "tags": identifier_terms(*_tags(capability)),
+        "params": identifier_terms(*(name for name, _ in arguments)),
+        "param_text": identifier_terms(*(text for _, text in arguments)),
+        "returns": identifier_terms(*response_words(capability)),
         "phrases": [pair for words in prose.values() for pair in phrases(words)],
-        "verbs": terms(METHOD_VERBS.get(_text(capability.get("method")).upper(), "")),
+        "verbs": identifier_terms(METHOD_VERBS.get(_text(capability.get("method")).upper(), "")),
     }
 
 
@@ -151,7 +151,7 @@ def api_terms(capability: Mapping[str, Any]) -> list[str]:
     before the operation's own fields pick the operation.
     """
     source = _text(capability.get("source")).rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    return terms(source, _text(capability.get("title")), *_tags(capability), _text(capability.get("description")))
+    return identifier_terms(source, _text(capability.get("title")), *_tags(capability), _text(capability.get("description")))
 
 
 def api_texts(capability: Mapping[str, Any]) -> list[str]:

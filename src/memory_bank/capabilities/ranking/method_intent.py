@@ -28,22 +28,22 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from memory_bank.capabilities.search_fields import METHOD_VERBS
-from memory_bank.capabilities.text import terms
+from memory_bank.capabilities.ranking.fields import METHOD_VERBS
+from memory_bank.textsearch.tokenize import identifier_terms
 
 __all__ = ["MISMATCH_WEIGHT", "actions", "intent"]
 
 #: Share of its score an operation loses when it performs none of the request's methods.
 MISMATCH_WEIGHT = 0.1
 
-_VERBS: Mapping[str, frozenset[str]] = {method: frozenset(terms(words)) for method, words in METHOD_VERBS.items()}
+_VERBS: Mapping[str, frozenset[str]] = {method: frozenset(identifier_terms(words)) for method, words in METHOD_VERBS.items()}
 #: Method words that a request uses as often for something other than the action it asks
 #: for: "make sure", "send me the forecast", "how the rate has changed". They still say
 #: what an operation's name does, but state no intent (same ToolAlpaca and Twilio figures
 #: with or without them: a guard for requests not measured here). "new" stays: it goes
 #: with creations ("we hired a new analyst; give him access"; one more ToolAlpaca request
 #: first with the semantic extra, the same lexically).
-_NOT_STATED = frozenset(terms("make send change"))
+_NOT_STATED = frozenset(identifier_terms("make send change"))
 _STATED: Mapping[str, frozenset[str]] = {method: verbs - _NOT_STATED for method, verbs in _VERBS.items()}
 #: Question words that ask for a fact. Not "how" or "why": "how do I create ..." asks how
 #: to act. Same ToolAlpaca and Twilio figures with the rule; it puts our own "what is the
@@ -59,7 +59,7 @@ def actions(capability: Mapping[str, Any]) -> frozenset[str]:
     "check" ("check the population of Tokyo") does not rule out every read but the ones
     named ``check...``.
     """
-    name = set(terms(str(capability.get("name") or "")))
+    name = set(identifier_terms(str(capability.get("name") or "")))
     performed = {str(capability.get("method") or "").upper()} | {m for m, verbs in _VERBS.items() if verbs & name}
     return frozenset(performed | {"HEAD"} if "GET" in performed else performed)
 

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import re
 
-from memory_bank.capabilities.text import terms
+from memory_bank.textsearch.tokenize import identifier_terms
 
 __all__ = ["ANSWER_TERMS", "FALLBACK_WEIGHT", "asks_question"]
 
 #: What a question-answering operation says about itself.
-ANSWER_TERMS = tuple(terms("question answer"))
+ANSWER_TERMS = tuple(identifier_terms("question answer"))
 
 #: Share of a question's score that comes from :data:`ANSWER_TERMS`.
 FALLBACK_WEIGHT = 0.03

@@ -90,10 +90,10 @@ import sqlalchemy as sa
 from sqlalchemy import ColumnElement
 from sqlmodel import Session, col
 
-from memory_bank.store import bm25
-from memory_bank.store.sample_cache import Row, SampleCache
-from memory_bank.store.search import SearchBackend, score
+from memory_bank.store.search.backend import SearchBackend, score
+from memory_bank.store.search.sample_cache import Row, SampleCache
 from memory_bank.store.tables import MemoryRow
+from memory_bank.textsearch import bm25
 
 #: Searches over at most this many rows read them all instead of asking the full-text index.
 SCAN_ROWS = 20_000
