@@ -25,7 +25,6 @@ from memory_bank.store.search import indexing, lexical
 from memory_bank.store.search.backends.mysql import MysqlSearch
 from memory_bank.store.search.backends.sqlite import SqliteSearch
 from memory_bank.store.search.boosts import context
-from memory_bank.store.search.sample_cache import SampleCache
 from memory_bank.store.search.text import query_terms, search_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -228,11 +227,11 @@ def test_a_large_owner_s_sample_is_read_once_and_new_memories_are_still_found(
 
 def test_samples_expire_and_the_least_recently_used_leaves_first() -> None:
     now = [0.0]
-    cache = SampleCache(ttl=60, size=2, clock=lambda: now[0])
-    cache.put(("a", ""), [(1, " x ")])
-    cache.put(("b", ""), [(2, " y ")])
+    cache = lexical.sample_cache(ttl=60, size=2, timer=lambda: now[0])
+    cache[("a", "")] = [(1, " x ")]
+    cache[("b", "")] = [(2, " y ")]
     assert cache.get(("a", "")) == [(1, " x ")]  # "a" is now the most recent
-    cache.put(("c", ""), [(3, " z ")])
+    cache[("c", "")] = [(3, " z ")]
     assert cache.get(("b", "")) is None and len(cache) == 2
     now[0] = 61
     assert cache.get(("a", "")) is None and cache.get(("c", "")) is None and len(cache) == 0

@@ -21,8 +21,7 @@ from sqlmodel import Session, col
 from memory_bank.store.search import semantic
 from memory_bank.store.search.backend import SearchBackend
 from memory_bank.store.search.boosts import context, feedback
-from memory_bank.store.search.lexical import lexical
-from memory_bank.store.search.sample_cache import SampleCache
+from memory_bank.store.search.lexical import lexical, sample_cache
 from memory_bank.store.search.text import query_terms
 from memory_bank.store.tables import MemoryRow
 from memory_bank.textsearch.embeddings import Embedder
@@ -36,7 +35,7 @@ class MemorySearch:
     def __init__(self, backend: SearchBackend, embedder: Embedder | None = None) -> None:
         self._backend = backend
         self._embedder = embedder
-        self._samples = SampleCache()
+        self._samples = sample_cache()
 
     def search(
         self, session: Session, where: Sequence[ColumnElement[bool]], q: str, limit: int, min_score: float
