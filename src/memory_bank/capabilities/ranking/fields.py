@@ -18,6 +18,9 @@ The weights are set once from what each field IS, not fitted to any query set:
   "delete"/"remove" or "create"/"add" reach the operation even when its name does not
   say so: 0.5, enough to break ties between operations on the same resource.
 
+The weights are set a priori; grids around them moved nothing that held on both
+ToolAlpaca and Twilio (``docs/decisions/0002-capability-ranking-signals.md``).
+
 A description that only repeats the title (codegen copies the summary when there is
 no description) is dropped so the title is not counted twice.
 """
@@ -50,11 +53,9 @@ _SUBSCHEMA_KEYS = ("items", "additionalProperties", "allOf", "anyOf", "oneOf")
 
 #: What each HTTP method does, in request words (RFC 9110 section 9.3). Not "set": people
 #: "set up" a dashboard and "set" an alert (creations) as often as they set a value, so
-#: it tells no method apart (ToolAlpaca MRR 0.881 -> 0.885 without it as a PUT word;
-#: Twilio, which updates with POST, unchanged). "save" is a creation ("save this fact",
-#: "save a note"), not a PUT word: the words matter twice, as this field and as the
-#: request's intent (:mod:`method_intent`), where a PUT "save" took "save this fact" to
-#: ``putMemoryKeypath`` (ToolAlpaca and Twilio the same either way).
+#: it tells no method apart. "save" is a creation ("save this fact", "save a note"), not
+#: a PUT word: the words matter twice, as this field and as the request's intent
+#: (:mod:`method_intent`), where a PUT "save" took "save this fact" to ``putMemoryKeypath``.
 METHOD_VERBS: Mapping[str, str] = {
     "GET": "get retrieve fetch list show find read",
     "HEAD": "check exists",

@@ -16,10 +16,7 @@ leaves operations of those methods alone. An operation performs its HTTP method 
 any method whose verbs its name uses, so RPC-style APIs that read with
 ``POST /getThing`` are not taken for writers.
 
-Measured (``evals/capability_search.py`` on ToolAlpaca, 207 requests): hit@1 0.807
--> 0.816, final@1 0.778 -> 0.787, MRR 0.885 -> 0.890, no request worse; the same for
-weights 0.05 to 0.2. Twilio's known-item check (1,000 requests) 0.468 / 0.720 ->
-0.472 / 0.724.
+Measurements: ``docs/decisions/0002-capability-ranking-signals.md``.
 """
 
 from __future__ import annotations
@@ -39,15 +36,13 @@ MISMATCH_WEIGHT = 0.1
 _VERBS: Mapping[str, frozenset[str]] = {method: frozenset(identifier_terms(words)) for method, words in METHOD_VERBS.items()}
 #: Method words that a request uses as often for something other than the action it asks
 #: for: "make sure", "send me the forecast", "how the rate has changed". They still say
-#: what an operation's name does, but state no intent (same ToolAlpaca and Twilio figures
-#: with or without them: a guard for requests not measured here). "new" stays: it goes
-#: with creations ("we hired a new analyst; give him access"; one more ToolAlpaca request
-#: first with the semantic extra, the same lexically).
+#: what an operation's name does, but state no intent (a guard for requests not measured
+#: here). "new" stays: it goes with creations ("we hired a new analyst; give him access").
 _NOT_STATED = frozenset(identifier_terms("make send change"))
 _STATED: Mapping[str, frozenset[str]] = {method: verbs - _NOT_STATED for method, verbs in _VERBS.items()}
 #: Question words that ask for a fact. Not "how" or "why": "how do I create ..." asks how
-#: to act. Same ToolAlpaca and Twilio figures with the rule; it puts our own "what is the
-#: value of preferences.theme" on ``getMemoryKeypath`` instead of ``putMemoryKeypath``.
+#: to act. The rule puts our own "what is the value of preferences.theme" on
+#: ``getMemoryKeypath`` instead of ``putMemoryKeypath``.
 _ASKS_FOR_INFORMATION = re.compile(r"\b(?:what|which|who|whom|whose|where|when)\b", re.IGNORECASE)
 _READ = frozenset({"GET", "HEAD"})
 

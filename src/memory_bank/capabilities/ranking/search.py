@@ -163,7 +163,7 @@ class CapabilitySearch:
     def _intent_factors(self, wanted: frozenset[str]) -> list[float]:
         """Per capability, 1 if it performs one of the ``wanted`` methods, else ``1 -
         MISMATCH_WEIGHT``. Built once per intent (a set of HTTP methods, so a handful): a
-        set intersection per operation per query was a third of a query on Twilio."""
+        set intersection per operation per query is a large part of a query on a big catalog."""
         factors = self._factors.get(wanted)
         if factors is None:
             mismatch = 1 - method_intent.MISMATCH_WEIGHT

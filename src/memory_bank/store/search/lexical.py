@@ -145,8 +145,8 @@ def _scan(rows: Sequence[Row], terms: Sequence[str]) -> tuple[bm25.Corpus, list[
 
 def _positions(rows: Sequence[Row], terms: Sequence[str]) -> dict[str, list[int]]:
     """Per term, the positions of the ``rows`` holding it, one tight pass per term: the sample's
-    statistics are their counts (splitting or looping over the rows in Python was a third of
-    the index plan's search time at 100,000 rows, and three times slower than this)."""
+    statistics are their counts (splitting the rows, or looping over them in Python, is
+    several times slower: ``docs/decisions/0005-memory-search-plan.md``)."""
     texts, positions = [text for _, text in rows], range(len(rows))
     return {t: list(compress(positions, map(operator.contains, texts, repeat(f" {t} ")))) for t in terms}
 
