@@ -68,7 +68,7 @@ def _keypath_taken(keypath: str) -> ApiError:
 class MemoryStore:
     def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
         """``embedder`` (``search.semantic.embedder_for``) turns on the semantic half of search:
-        rows inserted through this store get vectors (``store.indexing``), searches fuse them."""
+        rows inserted through this store get vectors (``store.search.indexing``), searches fuse them."""
         self._engine = engine.execution_options(**{EMBEDDER_OPTION: embedder}) if embedder else engine
         self._search = search_backend(engine)
         self._ranking = MemorySearch(self._search, embedder)

@@ -2,13 +2,13 @@
 
 "Fetch my user profile to show me my details" wants a read: of ``GET /getUserProfile``
 and ``PUT /updateUserProfile``, which share every noun of the request, only the first
-does that. The ``verbs`` field (:mod:`search_fields`) already gives an operation the
+does that. The ``verbs`` field (:mod:`fields`) already gives an operation the
 words of its HTTP method, but in a catalog where most operations are reads, "fetch"
 and "show" are in most documents, so their idf, and with it their weight, is near
 zero: the field cannot tell the two apart.
 
 So the method is also a filter of its own. The request's *intent* is the set of
-methods whose verbs (:data:`search_fields.METHOD_VERBS`) it uses, or a read when it
+methods whose verbs (:data:`fields.METHOD_VERBS`) it uses, or a read when it
 asks for a fact ("what ...", "when ...") and names no action; an operation that
 performs none of them keeps ``1 - MISMATCH_WEIGHT`` of its score. A request with no
 such verb, or with verbs of several methods ("find the report and delete it"),

@@ -33,7 +33,7 @@ which rows a sample holds.
 
 The sample of an owner too large to scan is kept per searched row set (the WHERE
 clause: owner, versions, filters) for ``SAMPLE_TTL`` seconds, at most ``SAMPLES_KEPT`` of
-them, least recently used out first (``sample_cache``): reading it is the largest part
+them, least recently used out first (:func:`sample_cache`): reading it is the largest part
 of such a search, and a minute's new memories cannot move the ratios of an owner of that
 size. Candidates still come from the index on every search, so a memory saved a second
 ago is found; only its weight in the statistics waits for the next sample.
@@ -111,7 +111,7 @@ SAMPLES_KEPT = 8
 Row = tuple[int, str]  # pk, search_text
 #: The sample read's SQL and its parameters: the same rows are read by the same statement.
 SampleKey = tuple[str, str]
-#: The kept samples of owners too large to scan, by their read (``sample_cache``).
+#: The kept samples of owners too large to scan, by their read (:func:`sample_cache`).
 Samples = TTLCache[SampleKey, Sequence[Row]]
 
 #: One question of the index plan: (its condition, an ascending best-first order), built when asked.
