@@ -288,7 +288,9 @@ def write_results(page: Path, result: dict[str, Any]) -> None:
     )
     how = "lexical + semantic" if result["semantic"] else "lexical"
     noise = f", {result['noise_orgs']} noise orgs" if result["noise_orgs"] else ""
-    write_section(page, name, f"Memory search, LoCoMo dev ({', '.join(result['conversations'])}), {how}{noise}", table(rows))
+    environment = ["MEMORY_BANK_SEMANTIC_SEARCH=true"] if result["semantic"] else []
+    title = f"Memory search, LoCoMo dev ({', '.join(result['conversations'])}), {how}{noise}"
+    write_section(page, name, title, table(rows), environment)
 
 
 if __name__ == "__main__":

@@ -35,18 +35,19 @@ def table(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def command() -> str:
-    """How this run was started, relative to the checkout, so the section says how to redo it."""
+def command(environment: Sequence[str] = ()) -> str:
+    """How this run was started, relative to the checkout, so the section says how to redo it;
+    ``environment``: the ``NAME=value`` settings the run depends on."""
     root = Path(__file__).resolve().parents[1]
     script = Path(sys.argv[0]).resolve()
     shown = script.relative_to(root) if script.is_relative_to(root) else script
-    return " ".join(["python", str(shown), *map(shlex.quote, sys.argv[1:])])
+    return " ".join([*environment, "python", str(shown), *map(shlex.quote, sys.argv[1:])])
 
 
-def write_section(page: Path, name: str, title: str, body: str) -> None:
+def write_section(page: Path, name: str, title: str, body: str, environment: Sequence[str] = ()) -> None:
     """Replace (or append) section ``name`` of ``page`` with ``title``, how it was made, and ``body``."""
     start, end = f"<!-- results:{name} -->", f"<!-- /results:{name} -->"
-    made = f"`{command()}` ({datetime.date.today().isoformat()})"
+    made = f"`{command(environment)}` ({datetime.date.today().isoformat()})"
     section = f"{start}\n### {title}\n\n{made}\n\n{body.strip()}\n{end}"
     text = page.read_text(encoding="utf-8") if page.exists() else "# Evaluation results\n"
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.DOTALL)
