@@ -1,6 +1,6 @@
 """Capability search at scale: all 55 Twilio specs (1,447 operations) in one registry.
 
-    python bench/capability_search_twilio.py [--specs-root DIR] [--queries N] [--seed S] [--json] [--semantic]
+    python bench/capability_search_twilio.py [--specs-root DIR] [--queries N] [--seed S] [--json] [--semantic] [--results [FILE]]
 
 Prints index build time (the ``CapabilitySearch`` constructor alone; parsing specs and
 building the catalog are codegen's cost) and median / p95 latency of the lexical path
@@ -12,6 +12,7 @@ and wrapped in conversational filler, seeded for repeatability. Those requests a
 give a known-item check (is the source operation in the top 1 / 5?) - a sanity figure
 for 1,447 look-alike operations, not a quality claim. ``--semantic`` measures the
 embedding hybrid instead (``semantic`` extra; build then includes embedding every operation).
+``--results`` rewrites this run's section of ``evals/RESULTS.md``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ sys.path[:0] = [str(ROOT / "evals"), str(ROOT / "src")]
 from capability_search import add_semantic_option, latency_summary, report, requested_embedder  # noqa: E402
 from memory_bank_codegen.catalog_builder import build_catalogs  # noqa: E402
 from memory_bank_codegen.loader import load_spec  # noqa: E402
-from memory_bank.capabilities.search import CapabilitySearch  # noqa: E402
+from memory_bank.capabilities.ranking.search import CapabilitySearch  # noqa: E402
+from results import add_results_option, table, write_section  # noqa: E402
 
 DEFAULT_ROOT = ROOT.parent / "shared" / "evals" / "large-specs" / "twilio"
 FILLERS = ("", "can you ", "please ", "I need to ", "how do I ", "help me ")
@@ -53,6 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_semantic_option(parser)
+    add_results_option(parser)
     args = parser.parse_args(argv)
     embedder = requested_embedder(parser, args)
 
@@ -93,6 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "known_item@5": round(at5 / len(targets), 3),
     }
     report(result, as_json=args.json)
+    if args.results:
+        name = "twilio" + ("-semantic" if args.semantic else "")
+        title = f"Capability search at scale, Twilio known-item check, {'lexical + semantic' if args.semantic else 'lexical'}"
+        write_section(args.results, name, title, table([result]))
     return 0
 
 

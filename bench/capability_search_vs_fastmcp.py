@@ -54,7 +54,7 @@ from fastmcp.server.providers.openapi import OpenAPIProvider  # noqa: E402
 from fastmcp.server.transforms.search.base import _extract_searchable_text  # noqa: E402
 from fastmcp.server.transforms.search.bm25 import _BM25Index  # noqa: E402
 from fastmcp.tools.base import Tool  # noqa: E402
-from memory_bank.capabilities.search_fields import response_words  # noqa: E402
+from memory_bank.capabilities.ranking.fields import response_words  # noqa: E402
 
 DEFAULT_ROOT = ROOT.parent / "shared" / "evals" / "toolalpaca"
 

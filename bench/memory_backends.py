@@ -13,7 +13,7 @@ Then, per backend:
   audit and JSON included);
 * writes/s: ``MemoryStore.create`` one memory per transaction, as ``POST /v1/memory`` does;
 * on MariaDB, the same searches again under the FULLTEXT index plan that
-  ``search_lexical`` keeps for owners above ``SCAN_ROWS`` rows (orgs here have fewer);
+  ``store.search.lexical`` keeps for owners above ``SCAN_ROWS`` rows (orgs here have fewer);
 * on MariaDB, the cross-tenant IDF skew: org 0's top 10 for each query in the
   shared database against the same org alone in a database of its own, by raw
   InnoDB relevance and by this store's search (owner-local BM25), under both plans.
@@ -51,10 +51,11 @@ from capability_search import latency_summary, report  # noqa: E402
 from memory_bank.app import create_app  # noqa: E402
 from memory_bank.security.principal import Principal  # noqa: E402
 from memory_bank.settings import Settings  # noqa: E402
-from memory_bank.store import MemoryFilter, MemoryStore, open_database, search_lexical  # noqa: E402
+from memory_bank.store import MemoryFilter, MemoryStore, open_database  # noqa: E402
 from memory_bank.store.columns import new_id  # noqa: E402
 from memory_bank.store.importer import Record, copy_id  # noqa: E402
-from memory_bank.store.search import query_terms  # noqa: E402
+from memory_bank.store.search import lexical  # noqa: E402
+from memory_bank.store.search.text import query_terms  # noqa: E402
 from memory_bank.store.tokens import TokenStore  # noqa: E402
 
 LOCOMO = ROOT.parent / "shared" / "evals" / "locomo-dev"
@@ -167,12 +168,12 @@ def http_search(url: str, picked: Sequence[tuple[int, str]]) -> list[float]:
 
 @contextmanager
 def index_plan() -> Iterator[None]:
-    """Make ``search_lexical`` ask the FULLTEXT index whatever the owner's size."""
-    saved, search_lexical.SCAN_ROWS = search_lexical.SCAN_ROWS, 0
+    """Make ``store.search.lexical`` ask the FULLTEXT index whatever the owner's size."""
+    saved, lexical.SCAN_ROWS = lexical.SCAN_ROWS, 0
     try:
         yield
     finally:
-        search_lexical.SCAN_ROWS = saved
+        lexical.SCAN_ROWS = saved
 
 
 def store_search(url: str, picked: Sequence[tuple[int, str]]) -> list[float]:

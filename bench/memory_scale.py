@@ -55,7 +55,8 @@ from memory_backends import EVERYTHING, SEED, batch_records, conversations, mysq
 
 from memory_bank.settings import Settings  # noqa: E402
 from memory_bank.store import MemoryStore, open_database  # noqa: E402
-from memory_bank.store.text import STOPWORDS, query_terms  # noqa: E402
+from memory_bank.store.search.text import query_terms  # noqa: E402
+from memory_bank.textsearch.tokenize import MEMORY_STOPWORDS  # noqa: E402
 
 #: Memories of one org written per transaction, and per turn of the interleaved load.
 CHUNK = 100
@@ -98,7 +99,7 @@ def writes_per_second(store: MemoryStore, orgs: int, writers: int) -> float:
 def adversarial_queries(corpus: dict[int, list[str]], rng: random.Random) -> list[tuple[str, int, str]]:
     """(kind, org, query): ``ADVERSARIAL`` queries of each kind, from the org's own memories."""
     out = []
-    stopwords = sorted(STOPWORDS)
+    stopwords = sorted(MEMORY_STOPWORDS)
     for n in range(ADVERSARIAL):
         org = n % len(corpus)
         memories = corpus[org]

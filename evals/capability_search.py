@@ -1,6 +1,6 @@
 """Capability-search quality on real vendor specs: does the right operation come first?
 
-    python evals/capability_search.py --queries FILE.jsonl --specs-root DIR [--k 5] [--json] [--semantic [--cv]]
+    python evals/capability_search.py --queries FILE.jsonl --specs-root DIR [--k 5] [--json] [--semantic [--cv]] [--results [FILE]]
 
 Each line of FILE.jsonl is ``{"id", "spec", "query", "gold": ["METHOD /path", ...],
 "gold_final"}`` with ``spec`` relative to DIR. Every distinct spec is loaded into ONE
@@ -21,6 +21,9 @@ floor, see ``semantic.fuse``). For each spec, the pair with the best MRR on the 
 specs' queries (ties: grid order) ranks that spec's queries; the metrics of those
 held-out rankings are the CV estimate, printed with the pair each fold chose. Embeddings
 are computed once and shared by every grid point.
+
+``--results`` rewrites this run's section of ``evals/RESULTS.md`` (see ``results.py``),
+named after the queries' folder (``toolalpaca``, ``toolbench``) and the options.
 """
 
 from __future__ import annotations
@@ -36,12 +39,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+sys.path[:0] = [str(ROOT / "src"), str(ROOT / "evals")]
 
 from memory_bank_codegen.catalog_builder import build_catalogs  # noqa: E402
 from memory_bank_codegen.loader import load_spec  # noqa: E402
-from memory_bank.capabilities.search import CapabilitySearch  # noqa: E402
-from memory_bank.capabilities.semantic import Embedder, load_embedder  # noqa: E402
+from memory_bank.capabilities.ranking.search import CapabilitySearch  # noqa: E402
+from memory_bank.textsearch.embeddings import Embedder, load_embedder  # noqa: E402
+from results import add_results_option, table, write_section  # noqa: E402
 
 #: A ranker: query -> ranked ``(source, "METHOD /path")`` keys, best first.
 Ranker = Callable[[str, int], list[tuple[str, str]]]
@@ -206,6 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     add_semantic_option(parser)
     parser.add_argument("--cv", action="store_true", help="leave-one-spec-out CV of the fusion parameters (needs --semantic)")
+    add_results_option(parser)
     args = parser.parse_args(argv)
     if args.cv and not args.semantic:
         parser.error("--cv cross-validates the semantic fusion: add --semantic")
@@ -217,11 +222,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         metrics, chosen = cross_validate(queries, catalog, embedder, k=args.k)
         picks = {f"w={w} floor={f}": sum(1 for pair in chosen.values() if pair == (w, f)) for w, f in FUSION_GRID}
         result = {"queries": len(queries), "folds": len(chosen), "cv": "leave-one-spec-out", **metrics}
-        report(result | {"chosen": {pair: n for pair, n in picks.items() if n}}, as_json=args.json)
+        chosen_pairs = {pair: n for pair, n in picks.items() if n}
+        report(result | {"chosen": chosen_pairs}, as_json=args.json)
+        if args.results:
+            body = table([result]) + "\n\nFolds per chosen pair: " + ", ".join(f"{p}: {n}" for p, n in chosen_pairs.items())
+            write_section(args.results, f"{args.queries.parent.name}-cv", f"Capability search, {args.queries.parent.name}: fusion CV", body)
         return 0
     rank, build_ms = memory_bank_ranker(catalog, embedder)
     result = {"queries": len(queries), "operations": len(catalog), "semantic": args.semantic, "build_ms": round(build_ms, 2)}
-    report(result | evaluate(queries, rank, k=args.k), as_json=args.json)
+    result |= evaluate(queries, rank, k=args.k)
+    report(result, as_json=args.json)
+    if args.results:
+        name = args.queries.parent.name + ("-semantic" if args.semantic else "")
+        title = f"Capability search, {args.queries.parent.name}, {'lexical + semantic' if args.semantic else 'lexical'}"
+        write_section(args.results, name, title, table([result]))
     return 0
 
 

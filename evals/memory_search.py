@@ -1,6 +1,6 @@
 """Memory-search quality on LoCoMo conversations: does the turn that answers a question come back?
 
-    python evals/memory_search.py --conversations DIR [--backend sqlite|mysql] [--noise-orgs N] [--json]
+    python evals/memory_search.py --conversations DIR [--backend sqlite|mysql] [--noise-orgs N] [--json] [--results [FILE]]
 
 Each ``*.json`` in DIR is one LoCoMo conversation (``session_N`` turn lists with
 ``session_N_date_time``, and ``qa``). Per backend (both unless ``--backend``), on a
@@ -21,6 +21,8 @@ Metrics, averaged over questions: evidence recall@5 and recall@10 (share of the
 question's evidence turns in the top k) and MRR (reciprocal rank of the first evidence
 turn in the top 10, else 0); plus wall and process-CPU time per search request (median,
 p95). Questions without evidence are counted and left out.
+
+``--results`` rewrites this run's section of ``evals/RESULTS.md`` (``results.py``).
 
 The semantic hybrid is switched on as in a deployment, by the setting
 ``MEMORY_BANK_SEMANTIC_SEARCH=true`` (needs the ``semantic`` extra).
@@ -54,6 +56,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src"), str(ROOT / "evals"), str(ROOT / "t
 
 from support.backends import MYSQL_URL_VARIABLE, fresh_database  # noqa: E402
 from capability_search import latency_summary, mean_metrics, report  # noqa: E402
+from results import add_results_option, table, write_section  # noqa: E402
 
 from memory_bank.app import create_app  # noqa: E402
 from memory_bank.settings import Settings  # noqa: E402
@@ -257,6 +260,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--backend", choices=("sqlite", "mysql"), help="one backend (default: both)")
     parser.add_argument("--noise-orgs", type=int, default=0, help="other orgs loaded first with the conversations' turns")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_results_option(parser)
     args = parser.parse_args(argv)
     files = sorted(args.conversations.glob("*.json"))
     if not files:
@@ -266,7 +270,27 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         report(result, as_json=True)
     else:
         print_table(result)
+    if args.results:
+        write_results(args.results, result)
     return result
+
+
+def write_results(page: Path, result: dict[str, Any]) -> None:
+    """This run's section of the results page: one row per backend, then per conversation."""
+    rows = []
+    for backend, figures in result["backends"].items():
+        rows.append({"backend": backend, "conversation": "all", **{k: v for k, v in figures.items() if k != "conversations"}})
+        rows += [{"backend": backend, "conversation": name, **per} for name, per in figures["conversations"].items()]
+    backends = list(result["backends"])
+    name = "-".join(
+        ["locomo", *(backends if len(backends) == 1 else []), *(["semantic"] if result["semantic"] else [])]
+        + ([f"noise{result['noise_orgs']}"] if result["noise_orgs"] else [])
+    )
+    how = "lexical + semantic" if result["semantic"] else "lexical"
+    noise = f", {result['noise_orgs']} noise orgs" if result["noise_orgs"] else ""
+    environment = ["MEMORY_BANK_SEMANTIC_SEARCH=true"] if result["semantic"] else []
+    title = f"Memory search, LoCoMo dev ({', '.join(result['conversations'])}), {how}{noise}"
+    write_section(page, name, title, table(rows), environment)
 
 
 if __name__ == "__main__":

@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 from support.requirements import need, semantic_extra
 
-from memory_bank.capabilities import method_intent, request_literals, request_steps
-from memory_bank.capabilities.bm25f import BM25F
-from memory_bank.capabilities.question_fallback import asks_question
-from memory_bank.capabilities.search import CapabilitySearch, Match
-from memory_bank.capabilities.search_fields import api_texts, fields
-from memory_bank.capabilities.semantic import fuse, load_embedder
-from memory_bank.capabilities.text import split_words, stem, terms
+from memory_bank.capabilities.ranking import method_intent, request_literals, request_steps
+from memory_bank.capabilities.ranking.fields import api_texts, fields
+from memory_bank.capabilities.ranking.question_fallback import asks_question
+from memory_bank.capabilities.ranking.search import CapabilitySearch, Match
+from memory_bank.textsearch.bm25 import BM25F
+from memory_bank.textsearch.embeddings import load_embedder
+from memory_bank.textsearch.fusion import fuse
+from memory_bank.textsearch.tokenize import identifier_terms, split_words, stem
 from memory_bank.generated.catalog import CAPABILITIES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,7 +70,7 @@ def test_split_words_handles_non_ascii_camel_case() -> None:
 
 
 def test_terms_drop_function_words_and_stem() -> None:
-    assert terms("Can you get me the public holidays of Countries?") == ["get", "public", "holiday", "countri"]
+    assert identifier_terms("Can you get me the public holidays of Countries?") == ["get", "public", "holiday", "countri"]
 
 
 @pytest.mark.parametrize(
@@ -331,7 +332,7 @@ PROFILE_API = [
     ],
 )
 def test_the_request_s_verbs_are_its_intent(request_text: str, methods: set[str]) -> None:
-    assert method_intent.intent(terms(request_text), request_text) == methods
+    assert method_intent.intent(identifier_terms(request_text), request_text) == methods
 
 
 def test_an_operation_performs_its_method_and_the_methods_its_name_says() -> None:

@@ -17,7 +17,8 @@ from typer.testing import CliRunner, Result
 from memory_bank.cli import app
 from memory_bank.cli.console import owner
 from memory_bank.settings import get_settings
-from memory_bank.store import MemoryStore, embeddings, open_database
+from memory_bank.store import MemoryStore, open_database
+from memory_bank.store.search import semantic
 from memory_bank.store.filters import MemoryFilter
 from memory_bank.store.tokens import TokenStore
 
@@ -174,12 +175,12 @@ def test_an_import_with_semantic_search_on_stores_vectors(run: Run, store: Memor
 def test_db_embed_without_the_semantic_extra_says_how_to_install_it_from_the_checkout(
     run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(embeddings, "load_embedder", lambda: None)
+    monkeypatch.setattr(semantic, "load_embedder", lambda: None)
     result = run("db", "embed")
     # the install hint's [semantic] is printed as text, not swallowed as console markup
     assert_fails(result, "backend_unavailable", "pip install -e '.[semantic]'")
     flat = " ".join(result.stderr.split())
-    assert embeddings.INSTALL_SEMANTIC in flat and "download.pytorch.org/whl/cpu" in flat
+    assert semantic.INSTALL_SEMANTIC in flat and "download.pytorch.org/whl/cpu" in flat
     assert "memory-bank[semantic]" not in flat  # that name on the package index is another project
 
 

@@ -42,12 +42,14 @@ HTTP = ("fastapi", "starlette")
 
 RULES = [
     pytest.param("store", (*HTTP, "memory_bank.api", "memory_bank.handlers", "memory_bank.mcp"), id="store-no-http-or-upper-layers"),
+    pytest.param("store", ("memory_bank.capabilities",), id="store-no-capabilities"),
     pytest.param(
-        "store",
-        ("memory_bank.capabilities",),
-        id="store-no-capabilities",
-        marks=pytest.mark.xfail(strict=True, reason="the store's text and embedding helpers still import the capability ranker until they move to textsearch/"),
+        "textsearch",
+        tuple(f"memory_bank.{area}" for area in ("store", "capabilities", "api", "handlers", "mcp", "security", "settings")),
+        id="textsearch-below-both-searches",
     ),
+    pytest.param("capabilities", ("memory_bank.mcp",), id="capabilities-no-mcp"),
+    pytest.param("handlers", ("memory_bank.mcp", "memory_bank.capabilities.execute"), id="handlers-no-mcp"),
     pytest.param("api", ("memory_bank.mcp",), id="api-no-mcp"),
     pytest.param("errors", (*HTTP, "memory_bank.api"), id="errors-no-http"),
     pytest.param("transfer", (*HTTP, "memory_bank.api", "memory_bank.handlers"), id="transfer-no-edge"),

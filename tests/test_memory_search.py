@@ -17,12 +17,13 @@ from sqlalchemy.engine import Engine
 from memory_bank.app import create_app
 from memory_bank.handlers.convert import to_memory
 from memory_bank.settings import Settings
-from memory_bank.store import MemoryFilter, MemoryStore, context_boost, indexing, search_lexical
+from memory_bank.store import MemoryFilter, MemoryStore
 from memory_bank.store.database import create_schema
-from memory_bank.store.sample_cache import SampleCache
-from memory_bank.store.search_mysql import MysqlSearch
-from memory_bank.store.search_sqlite import SqliteSearch
-from memory_bank.store.text import query_terms, search_text
+from memory_bank.store.search import indexing, lexical
+from memory_bank.store.search.backends.mysql import MysqlSearch
+from memory_bank.store.search.backends.sqlite import SqliteSearch
+from memory_bank.store.search.boosts import context
+from memory_bank.store.search.text import query_terms, search_text
 from memory_bank.transfer import parse_records
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,7 +125,7 @@ def test_the_index_plan_ranks_like_the_scan(store: MemoryStore, make_principal, 
     for content in ("gardening in spring", "spring cleaning of the garden shed", "python build cache", "the garden party"):
         store.create(ann, {"content": content})
     scanned = store.search(ann, EVERYTHING, "garden spring", 10)
-    monkeypatch.setattr(search_lexical, "SCAN_ROWS", 0)
+    monkeypatch.setattr(lexical, "SCAN_ROWS", 0)
     assert store.search(ann, EVERYTHING, "garden spring", 10) == scanned
 
 
@@ -135,8 +136,8 @@ def test_an_owner_too_large_to_scan_gets_sampled_statistics_and_every_match(
     for content in ("gardening in spring", "spring cleaning of the garden shed", "python build cache", "the garden party"):
         store.create(ann, {"content": content})
     scanned = store.search(ann, EVERYTHING, "garden spring", 10)
-    monkeypatch.setattr(search_lexical, "SCAN_ROWS", 1)
-    monkeypatch.setattr(search_lexical, "SAMPLE_ROWS", 1)  # statistics from 2 of the 4 rows
+    monkeypatch.setattr(lexical, "SCAN_ROWS", 1)
+    monkeypatch.setattr(lexical, "SAMPLE_ROWS", 1)  # statistics from 2 of the 4 rows
     sampled = store.search(ann, EVERYTHING, "garden spring", 10)
     assert {row.id for row, _ in sampled} == {row.id for row, _ in scanned}  # the index still finds every match
     assert sampled[0][0].id == scanned[0][0].id and all(0 < s < 1 for _, s in sampled)
@@ -167,7 +168,7 @@ def test_the_index_plan_asks_for_the_best_band_first_and_any_term_only_when_it_i
         store.create(ann, {"content": f"garden shed, note {n}"})
     for n in range(3):
         store.create(ann, {"content": f"spring rain, note {n}"})
-    monkeypatch.setattr(search_lexical, "SCAN_ROWS", 0)
+    monkeypatch.setattr(lexical, "SCAN_ROWS", 0)
     asked = record_index_questions(monkeypatch)
     hits = store.search(ann, EVERYTHING, "garden spring", 1)  # 10 candidates wanted: the 12 rows of both words suffice
     assert [every for _, every in asked] == [True] and hits[0][0].id in both
@@ -183,7 +184,7 @@ def test_the_any_term_question_leaves_out_common_terms_first(store: MemoryStore,
     gardens = {store.create(ann, {"content": f"garden {n}"})[0].id for n in range(12)}
     for n in range(120):
         store.create(ann, {"content": f"note {n}"})
-    monkeypatch.setattr(search_lexical, "SCAN_ROWS", 0)
+    monkeypatch.setattr(lexical, "SCAN_ROWS", 0)
     asked = record_index_questions(monkeypatch)
     hits = store.search(ann, EVERYTHING, "garden note", 1)  # 10 wanted: the 12 garden rows suffice
     assert asked == [(["garden", "note"], True), (["garden"], False)] and hits[0][0].id in gardens
@@ -200,7 +201,7 @@ def test_a_large_owner_s_sample_is_read_once_and_new_memories_are_still_found(
     for content in ("gardening in spring", "spring cleaning of the garden shed", "python build cache"):
         store.create(ann, {"content": content})
         store.create(bo, {"content": content})
-    monkeypatch.setattr(search_lexical, "SCAN_ROWS", 1)  # 3 rows: too many to scan
+    monkeypatch.setattr(lexical, "SCAN_ROWS", 1)  # 3 rows: too many to scan
     sample_reads: list[str] = []
 
     def count(_conn, _cursor, statement: str, *_args) -> None:  # type: ignore[no-untyped-def]
@@ -222,11 +223,11 @@ def test_a_large_owner_s_sample_is_read_once_and_new_memories_are_still_found(
 
 def test_samples_expire_and_the_least_recently_used_leaves_first() -> None:
     now = [0.0]
-    cache = SampleCache(ttl=60, size=2, clock=lambda: now[0])
-    cache.put(("a", ""), [(1, " x ")])
-    cache.put(("b", ""), [(2, " y ")])
+    cache = lexical.sample_cache(ttl=60, size=2, timer=lambda: now[0])
+    cache[("a", "")] = [(1, " x ")]
+    cache[("b", "")] = [(2, " y ")]
     assert cache.get(("a", "")) == [(1, " x ")]  # "a" is now the most recent
-    cache.put(("c", ""), [(3, " z ")])
+    cache[("c", "")] = [(3, " z ")]
     assert cache.get(("b", "")) is None and len(cache) == 2
     now[0] = 61
     assert cache.get(("a", "")) is None and cache.get(("c", "")) is None and len(cache) == 0
@@ -234,8 +235,8 @@ def test_samples_expire_and_the_least_recently_used_leaves_first() -> None:
 
 def test_only_whole_top_bands_are_scored_and_they_keep_the_ranking(store: MemoryStore, make_principal) -> None:
     found = [(1, (1, " a ")), (2, (2, " a b ")), (1, (3, " b ")), (3, (4, " a b c ")), (2, (5, " a c "))]
-    assert sorted(pk for pk, _ in search_lexical._top_bands(found, 2)) == [2, 4, 5]  # band 2 is taken whole
-    assert len(search_lexical._top_bands(found, 10)) == 5
+    assert sorted(pk for pk, _ in lexical._top_bands(found, 2)) == [2, 4, 5]  # band 2 is taken whole
+    assert len(lexical._top_bands(found, 10)) == 5
     ann = make_principal()
     for n in range(40):
         store.create(ann, {"content": f"garden note {n}"})
@@ -298,12 +299,12 @@ def test_memories_of_one_origin_lend_each_other_relevance(store: MemoryStore, ma
 def test_the_origin_boost_is_bounded_and_keeps_order_within_an_origin() -> None:
     scores = {1: 0.9, 2: 0.5, 3: 0.7, 4: 0.6}
     origins = {1: frozenset({"a"}), 2: frozenset({"a"}), 3: frozenset(), 4: frozenset({"b"})}
-    boosted = context_boost.boosted(scores, origins)
+    boosted = context.boosted(scores, origins)
     assert boosted[3] == 0.7 and boosted[4] == 0.6  # no neighbour among the candidates: unchanged
-    assert boosted[1] == pytest.approx(0.9 + context_boost.WEIGHT * 0.5 * 0.1)
-    assert boosted[2] == pytest.approx(0.5 + context_boost.WEIGHT * 0.9 * 0.5)
+    assert boosted[1] == pytest.approx(0.9 + context.WEIGHT * 0.5 * 0.1)
+    assert boosted[2] == pytest.approx(0.5 + context.WEIGHT * 0.9 * 0.5)
     assert 1 > boosted[1] > boosted[2] > 0.5
-    assert context_boost.origins([{"snippet": "x"}, {"snippet": "y", "origin": "s1"}, {"snippet": "z", "origin": ""}]) == {"s1"}
+    assert context.origins([{"snippet": "x"}, {"snippet": "y", "origin": "s1"}, {"snippet": "z", "origin": ""}]) == {"s1"}
 
 
 CONCEPTS = {"dog": 0, "puppy": 0, "violin": 1, "music": 1}

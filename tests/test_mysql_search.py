@@ -1,6 +1,6 @@
 """The MySQL/MariaDB search backend: FULLTEXT pitfalls, tenant-independent ranking, bootstrap.
 
-Search tests run under both plans of ``search_lexical``: the scan of a small owner's
+Search tests run under both plans of ``lexical``: the scan of a small owner's
 rows and the FULLTEXT index (forced here by setting ``SCAN_ROWS`` to 0).
 """
 
@@ -13,7 +13,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from memory_bank.store import MemoryFilter, MemoryStore, search_lexical
+from memory_bank.store import MemoryFilter, MemoryStore
+from memory_bank.store.search import lexical
 from memory_bank.store.bootstrap_mysql import FULLTEXT_INDEX, has_fulltext
 from memory_bank.store.database import create_schema, make_engine
 
@@ -26,7 +27,7 @@ EVERYTHING = MemoryFilter()
 def ann(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, make_principal):
     """Ann of acme, searching under the plan this test runs with."""
     if request.param == "index":
-        monkeypatch.setattr(search_lexical, "SCAN_ROWS", 0)
+        monkeypatch.setattr(lexical, "SCAN_ROWS", 0)
     return make_principal("acme", "ann")
 
 

@@ -1,6 +1,6 @@
 """The database work of one search is bounded whatever the query, on both backends.
 
-The index plan (``search_lexical``, forced here with ``SCAN_ROWS = 0``) may ask at most
+The index plan (``lexical``, forced here with ``SCAN_ROWS = 0``) may ask at most
 ``QUESTIONS`` questions and never a ``LIKE`` pass over the owner's rows (the terms the
 index cannot see, on MariaDB the one- and two-letter ones, are tested on rows read once),
 however many short terms, stopwords, repeats or characters the query holds; and bounding
@@ -23,8 +23,10 @@ from hypothesis import strategies as st
 from sqlalchemy.engine import Engine
 from test_memory_search import record_index_questions
 
-from memory_bank.store import MemoryFilter, MemoryStore, search_lexical
-from memory_bank.store.text import MAX_TERMS, STOPWORDS, query_terms
+from memory_bank.store import MemoryFilter, MemoryStore
+from memory_bank.store.search import lexical
+from memory_bank.store.search.text import MAX_TERMS, query_terms
+from memory_bank.textsearch.tokenize import MEMORY_STOPWORDS
 
 EVERYTHING = MemoryFilter()
 
@@ -47,7 +49,7 @@ MEMORIES = [
 
 token = st.one_of(
     st.sampled_from(SHORT),
-    st.sampled_from(sorted(STOPWORDS)),
+    st.sampled_from(sorted(MEMORY_STOPWORDS)),
     st.sampled_from(WORDS),
     st.text(st.characters(categories=("L", "Nd")), min_size=1, max_size=14),
 )
@@ -88,7 +90,7 @@ def like_tests(seen: list[str]) -> list[str]:
 
 @pytest.fixture
 def index_plan(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(search_lexical, "SCAN_ROWS", 0)
+    monkeypatch.setattr(lexical, "SCAN_ROWS", 0)
 
 
 def owner(store: MemoryStore, make_principal, memories: list[str]):  # type: ignore[no-untyped-def]
@@ -113,8 +115,8 @@ def test_any_query_asks_at_most_QUESTIONS_questions_and_no_LIKE_pass(
         with statements(engine) as seen:
             store.search(ann, EVERYTHING, q, 100)  # 1,000 candidates wanted: never enough, every question is asked
     assert like_tests(seen) == []
-    assert len(asked) <= search_lexical.QUESTIONS - 1  # + the read of rows newer than the sample
-    assert len(questions_of(seen)) <= search_lexical.QUESTIONS + 1  # + the sample read
+    assert len(asked) <= lexical.QUESTIONS - 1  # + the read of rows newer than the sample
+    assert len(questions_of(seen)) <= lexical.QUESTIONS + 1  # + the sample read
     assert all(0 < len(terms) <= MAX_TERMS for terms, _ in asked)
     if engine.dialect.name != "sqlite":  # InnoDB holds no token under 3 characters: never asked for one
         assert all(len(t) >= 3 for terms, _ in asked for t in terms)
@@ -132,7 +134,7 @@ def test_thirty_two_short_terms_ask_no_band_and_no_LIKE_pass_on_mariadb(
         hits = store.search(ann, EVERYTHING, q, 100)
     assert like_tests(seen) == []
     if engine.dialect.name == "sqlite":  # FTS5 indexes them: at most the bands and the two "any term" questions
-        assert 0 < len(asked) <= search_lexical.QUESTIONS - 1
+        assert 0 < len(asked) <= lexical.QUESTIONS - 1
     else:
         assert asked == []
     assert len(hits) == 64 and all(len(set(query_terms(row.content)) & set(short)) >= 1 for row, _ in hits)
@@ -190,7 +192,7 @@ def test_the_bounded_index_plan_ranks_exactly_as_the_scan(
     ann = owner(store, make_principal, memories)
     scanned = [(row.id, round(s, 9)) for row, s in store.search(ann, EVERYTHING, q, 100)]
     with monkeypatch.context() as patch:
-        patch.setattr(search_lexical, "SCAN_ROWS", 0)
+        patch.setattr(lexical, "SCAN_ROWS", 0)
         indexed = [(row.id, round(s, 9)) for row, s in store.search(ann, EVERYTHING, q, 100)]
         if indexed != scanned:
             # Seen once in CI on a busy MariaDB: InnoDB's full-text cache missed a row committed
@@ -205,7 +207,7 @@ def test_a_short_term_saved_after_the_sample_is_found(
     store: MemoryStore, make_principal, monkeypatch: pytest.MonkeyPatch, index_plan: None
 ) -> None:
     """Candidates for terms the index cannot see come from the database, not the cached sample."""
-    monkeypatch.setattr(search_lexical, "SAMPLE_ROWS", 2)
+    monkeypatch.setattr(lexical, "SAMPLE_ROWS", 2)
     ann = owner(store, make_principal, [f"orchard note {n}" for n in range(6)])
     assert store.search(ann, EVERYTHING, "go ai", 10) == []  # the sample is read and kept
     both, _ = store.create(ann, {"content": "we go to the AI summit"})

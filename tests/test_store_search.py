@@ -6,7 +6,8 @@ import pytest
 from support.backends import sqlite_only
 
 from memory_bank.store import MemoryFilter, MemoryStore
-from memory_bank.store.search import query_terms, score
+from memory_bank.store.search.backend import score
+from memory_bank.store.search.text import query_terms
 
 EVERYTHING = MemoryFilter()
 

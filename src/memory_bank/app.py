@@ -36,8 +36,8 @@ from memory_bank.security.agents import AgentResolver
 from memory_bank.settings import Settings, get_settings
 from memory_bank.store.agents import AgentStore
 from memory_bank.store.database import open_database
-from memory_bank.store.embeddings import embedder_for
 from memory_bank.store.memories import MemoryStore
+from memory_bank.store.search.semantic import embedder_for
 from memory_bank.store.tokens import TokenStore
 
 

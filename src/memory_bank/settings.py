@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     token: str | None = None
     #: Unset, ``serve`` derives it from the address it binds (``bound_to``).
     public_url: str = DEFAULT_PUBLIC_URL
-    #: Memory search also by local embeddings (needs the ``semantic`` extra; store.embeddings).
+    #: Memory search also by local embeddings (needs the ``semantic`` extra; store.search.semantic).
     semantic_search: bool = False
 
     @field_validator("database_url")

@@ -85,7 +85,7 @@ def empty_tables(url: str) -> None:
 
 
 #: For a test of a SQLite-only search feature (porter stemming, tag words as text):
-#: InnoDB FULLTEXT has neither, as ``store.search_mysql`` says.
+#: InnoDB FULLTEXT has neither, as ``store.search.backends.mysql`` says.
 sqlite_only = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 #: For a test of the MySQL/MariaDB backend itself.

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from memory_bank.capabilities.cards import card
-from memory_bank.capabilities.search import CapabilitySearch
+from memory_bank.capabilities.ranking.search import CapabilitySearch
 from memory_bank.generated import models
 
 Capability = Mapping[str, Any]

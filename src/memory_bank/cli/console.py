@@ -28,8 +28,8 @@ from memory_bank.security.principal import Principal, check_owner_id
 from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.settings import Settings, get_settings, setting_errors
 from memory_bank.store.database import open_database
-from memory_bank.store.embeddings import SemanticExtraMissing, embedder_for
 from memory_bank.store.memories import MemoryStore
+from memory_bank.store.search.semantic import SemanticExtraMissing, embedder_for
 
 stderr = Console(stderr=True, soft_wrap=True, highlight=False)
 stdout = Console(soft_wrap=True, highlight=False)

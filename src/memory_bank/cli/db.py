@@ -15,8 +15,8 @@ import typer
 
 from memory_bank.cli.console import database, highlighted_stderr, plain_errors, progress, settings
 from memory_bank.store.database import create_schema, make_engine
-from memory_bank.store.embeddings import required_embedder
-from memory_bank.store.indexing import backfill_embeddings, missing_embeddings
+from memory_bank.store.search.indexing import backfill_embeddings, missing_embeddings
+from memory_bank.store.search.semantic import required_embedder
 
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 

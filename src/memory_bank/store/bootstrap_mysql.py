@@ -6,13 +6,13 @@ session if a replica dies holding it) makes them take turns, and each step check
 the current state before acting, so the second replica finds nothing left to do.
 
 ``ensure_fulltext`` builds ``ft_search_text`` over ``memory.search_text`` (the
-folded, stemmed terms of ``store.text``) with InnoDB's stopword list switched
+folded, stemmed terms of ``store.search.text``) with InnoDB's stopword list switched
 off: the list (``about``, ``com``, ``www``, ``will``, ...) is bound to an index when
 it is built, and words on it would then never match. It drops ``ft_content``, the
 index over raw ``content`` that came before: a second FULLTEXT index would cost every
 write and serve no query. The server-wide minimum token size
 (``innodb_ft_min_token_size``, 3 by default) cannot be changed here;
-``search_mysql`` handles the shorter words without the index.
+``store.search.backends.mysql`` handles the shorter words without the index.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ IdType = sa.CHAR(ID_LENGTH).with_variant(
 SurrogateKey = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
-#: ``memory.search_text`` (store.text): content, tags and snippets together can pass TEXT's
+#: ``memory.search_text`` (store.search.text): content, tags and snippets together can pass TEXT's
 #: 64 KB on MySQL; the table's binary collation suits text that is folded already.
 SearchTextType = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 

@@ -39,9 +39,9 @@ from memory_bank.settings import Settings
 from memory_bank.store import tables  # noqa: F401  (registers the tables on SQLModel.metadata)
 from memory_bank.store import migrations
 from memory_bank.store.contention import DatabaseBusy, contention, writer_queue
-from memory_bank.store.search import SearchBackend
-from memory_bank.store.search_mysql import MysqlSearch
-from memory_bank.store.search_sqlite import SqliteSearch
+from memory_bank.store.search.backend import SearchBackend
+from memory_bank.store.search.backends.mysql import MysqlSearch
+from memory_bank.store.search.backends.sqlite import SqliteSearch
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
 MYSQL_POOL_RECYCLE_SECONDS = 1800

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Mapped, aliased
 from sqlmodel import col
 
 from memory_bank.security.principal import Principal
-from memory_bank.store.search import SearchBackend
+from memory_bank.store.search.backend import SearchBackend
 from memory_bank.store.tables import MemoryRow
 
 

@@ -32,13 +32,13 @@ from memory_bank.store import importer
 from memory_bank.store.columns import new_id, utcnow
 from memory_bank.store.contention import DatabaseBusy
 from memory_bank.store.database import search_backend, transaction
-from memory_bank.store.embeddings import Embedder
 from memory_bank.store.filters import MemoryFilter, current, not_deleted, owned_by, visible_to
 from memory_bank.store.idempotency import content_hash, content_key, header_key
-from memory_bank.store.indexing import EMBEDDER_OPTION
 from memory_bank.store.keyset import beyond, decode_cursor, encode_cursor, key_of, order
-from memory_bank.store.search_ranking import MemorySearch
+from memory_bank.store.search.indexing import EMBEDDER_OPTION
+from memory_bank.store.search.pipeline import MemorySearch
 from memory_bank.store.tables import FeedbackRow, MemoryRow
+from memory_bank.textsearch.embeddings import Embedder
 
 #: The fields a writer chooses; a new version starts from its predecessor's values.
 VERSIONED_FIELDS = (
@@ -63,8 +63,8 @@ def _keypath_taken(keypath: str) -> Conflict:
 
 class MemoryStore:
     def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
-        """``embedder`` (``embeddings.embedder_for``) turns on the semantic half of search:
-        rows inserted through this store get vectors (``store.indexing``), searches fuse them."""
+        """``embedder`` (``search.semantic.embedder_for``) turns on the semantic half of search:
+        rows inserted through this store get vectors (``store.search.indexing``), searches fuse them."""
         self._engine = engine.execution_options(**{EMBEDDER_OPTION: embedder}) if embedder else engine
         self._search = search_backend(engine)
         self._ranking = MemorySearch(self._search, embedder)
@@ -201,7 +201,7 @@ class MemoryStore:
     def search(
         self, principal: Principal, where: MemoryFilter, q: str | None, limit: int, min_score: float = 0.0
     ) -> list[tuple[MemoryRow, float]]:
-        """Ranked hits with scores in [0, 1] (``store.search_ranking``).
+        """Ranked hits with scores in [0, 1] (``store.search.pipeline``).
 
         Without ``q`` every matching memory scores 1 and they come ordered by
         keypath (memories without one last), then oldest first. A ``q`` with no

@@ -60,7 +60,7 @@ class MemoryRow(SQLModel, table=True):
     deleted_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     updated_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
-    #: Derived at insert for search (store.indexing): the normalised terms both backends'
+    #: Derived at insert for search (store.search.indexing): the normalised terms both backends'
     #: full-text indexes read, and the float32 embedding when semantic search is on.
     search_text: str | None = Field(default=None, sa_type=SearchTextType)
     embedding: bytes | None = Field(default=None, sa_type=sa.LargeBinary)

@@ -1,6 +1,6 @@
 """Search columns on memory: ``search_text`` (normalised, stemmed terms) and ``embedding``.
 
-Both are derived data (``store.indexing``): they are added empty, and the search
+Both are derived data (``store.search.indexing``): they are added empty, and the search
 backend's ``install`` fills ``search_text`` for existing rows and rebuilds its
 full-text index over it at the next start.
 

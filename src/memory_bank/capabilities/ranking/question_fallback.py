@@ -13,24 +13,20 @@ request). The share, :data:`FALLBACK_WEIGHT`, is small enough that any operation
 with real evidence in the request still ranks above it: it orders what would
 otherwise be noise (a stray shared word) or nothing.
 
-Measured (``evals/capability_search.py`` on ToolAlpaca, 207 requests): hit@5 0.942 ->
-0.990, MRR 0.841 -> 0.872, hit@1 0.763 -> 0.783; the share rises to 0.05 with
-the same result and breaks down from 0.07 (the fallback starts to beat real matches),
-so 0.03 leaves a margin. On the 1,000-request Twilio known-item check (no
-question-answering operation there) the figures do not move, and applying the
-fallback to every request, not just questions, cost two of those known items.
+Only questions get it: applied to every request, it took known items from their
+operations on Twilio, which has no question-answering operation. Measurements: ``docs/decisions/0002-capability-ranking-signals.md``.
 """
 
 from __future__ import annotations
 
 import re
 
-from memory_bank.capabilities.text import terms
+from memory_bank.textsearch.tokenize import identifier_terms
 
 __all__ = ["ANSWER_TERMS", "FALLBACK_WEIGHT", "asks_question"]
 
 #: What a question-answering operation says about itself.
-ANSWER_TERMS = tuple(terms("question answer"))
+ANSWER_TERMS = tuple(identifier_terms("question answer"))
 
 #: Share of a question's score that comes from :data:`ANSWER_TERMS`.
 FALLBACK_WEIGHT = 0.03

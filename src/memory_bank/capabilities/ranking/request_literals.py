@@ -13,10 +13,7 @@ the action (method intent, the question form, step words), and word pairs never
 straddle a quote. A quote longer than :data:`MAX_WORDS` is not a value but quoted
 prose (some requests arrive wrapped in quotes whole), and stays prose.
 
-Measured (``evals/capability_search.py`` on ToolAlpaca, 207 requests, 74 of which
-quote something): hit@1 0.821 -> 0.826, final@1 0.797 -> 0.802, MRR 0.893 -> 0.895,
-one request better and none worse; the same for a limit of 4 to 20 words. Twilio's
-known-item check has no quotes and is unchanged.
+Measurements: ``docs/decisions/0002-capability-ranking-signals.md``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """What every full-text backend shares: the score rule and the dialect interface.
 
-Search is one pipeline on every database (``search_ranking``): candidates and
-owner-local statistics from SQL (``search_lexical``), BM25 over the derived
-``search_text`` column (``bm25``, terms from ``text``), optionally fused with
-embeddings (``embeddings``), lifted by matches of the same origin
-(``context_boost``) and nudged by feedback recorded with
-``postMemoryFeedback`` (``feedback_boost``). A dialect
-module (``search_sqlite``, ``search_mysql``) only supplies what SQL cannot say
+Search is one pipeline on every database (``pipeline``): candidates and owner-local
+statistics from SQL (``lexical``), BM25 over the derived ``search_text`` column
+(``textsearch.bm25``, terms from ``text``), optionally fused with embeddings
+(``semantic``), lifted by matches of the same origin (``boosts.context``) and nudged
+by feedback recorded with ``postMemoryFeedback`` (``boosts.feedback``). A dialect
+module (``backends.sqlite``, ``backends.mysql``) only supplies what SQL cannot say
 portably: the full-text index DDL, the JSON tag test, which terms its index cannot hold,
 and the index's "contains any (or all) of these terms" test for owners too large to scan. So the
 two backends return the same ranking for the same rows.
@@ -22,12 +21,10 @@ owns the band ``[(m - 1/2) / n, m / n)``, so a memory matching more query terms 
 first, ``s`` orders memories within a band, the score is monotone in both and lies
 in (0, 1); a memory matching every term scores at least ``1 - 1/(2n)``.
 
-Why coordination bands rather than BM25 alone: on the LoCoMo dev conversations
-(``evals/memory_search.py``) the bands beat plain BM25 on each of the three
-conversations (recall@10 +0.01, MRR +0.02 overall); a soft bonus, BM25 times the
-matched share, lands between the two, so the leave-one-conversation-out choice is
-the bands on every fold. BM25's own parameters are Lucene's defaults (k1 1.2, b 0.75):
-over k1 0.6-2.0 and b 0.3-0.9 recall@10 moved by less than 0.02, so nothing was tuned.
+Coordination bands rather than BM25 alone because a question's terms are mostly
+names and topics, and a memory naming more of them is the better answer whatever
+their idf; BM25 (Lucene's k1 and b, untuned) orders memories within a band. The
+measurements: ``docs/decisions/0004-memory-lexical-ranking.md``.
 """
 
 from __future__ import annotations
@@ -39,9 +36,7 @@ from sqlalchemy import ColumnElement
 from sqlalchemy.engine import Connection
 from sqlmodel import Session
 
-from memory_bank.store.text import MAX_TERMS, STOPWORDS, query_terms
-
-__all__ = ["MAX_TERMS", "STOPWORDS", "SearchBackend", "query_terms", "score"]
+__all__ = ["SearchBackend", "score"]
 
 Score = TypeVar("Score", float, ColumnElement[Any])
 

@@ -16,24 +16,15 @@ best operation the whole request does not support (say, a word it shares with an
 unrelated operation) is no evidence, and an operation of another API is a different
 reading of the request, not its next step.
 
-Measured on ToolAlpaca (``evals/capability_search.py``, 207 requests): final@1 (the
-last gold operation first) 0.734 -> 0.763 lexical and 0.778 -> 0.816 with the semantic
-extra; MRR 0.878 unchanged lexical, 0.905 -> 0.903 with the extra (one request whose
-last step's words fit another operation better than its own). Flat for ``NEAR`` from
-0.5 to 0.7; the Twilio known-item check does not move (its requests state one step).
-Picking, among the first results, the one that fits the last step best even when it
-is not that step's best operation overall gained one more request here, by luck, and
-moved "delete the data source; also embed the dashboard" to "delete the dashboard":
-not done.
-
 A step is its action, not its condition: "also, set an alert if the EUR/GBP rate goes
 above 0.9" is about alerts, yet its condition names the rate, which the rate operation
 fits better. So a condition clause (:data:`CONDITION`, before a comma or at the end)
 is cut from the last step, and a later sentence that opens with one ("... check its
-score? If it is normal, report it") starts a step of its own. final@1 0.787 -> 0.797,
-MRR 0.890 -> 0.893, no request worse; Twilio's known-item check unchanged. "when" and
-"once" are left out (the same figures with them): they also ask ("tell me when the
-next one is") and count ("once a week"), where a cut would drop the step's object.
+score? If it is normal, report it") starts a step of its own. "when" and "once" are not
+condition words: they also ask ("tell me when the next one is") and count ("once a
+week"), where a cut would drop the step's object.
+
+Measurements: ``docs/decisions/0002-capability-ranking-signals.md``.
 """
 
 from __future__ import annotations

@@ -14,10 +14,8 @@ for a memory that shares no origin with another candidate (so memories without
 contexts rank as before), and within one origin the order stands, since the step
 grows with ``n`` and shrinks with ``s`` at a rate below 1.
 
-Measured on the LoCoMo dev conversations (``evals/memory_search.py``, origin = the
-conversation session): lexical recall@10 0.666 -> 0.679 at MRR 0.517 -> 0.517, the
-semantic hybrid 0.715 -> 0.725; the weight 0.1 is the smallest of 0.1-0.5, all of
-which gain, and the best of them on the lexical path.
+``WEIGHT`` is the smallest of the weights measured, all of which gained
+(``docs/decisions/0004-memory-lexical-ranking.md``).
 """
 
 from __future__ import annotations

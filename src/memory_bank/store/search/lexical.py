@@ -3,49 +3,45 @@
 A search reads the ``search_text`` of the rows it ranges over (its WHERE clause:
 owner, version, filters), at most ``SAMPLE_ROWS + 1`` of them:
 
-* when that is all of them and no more than ``SCAN_ROWS`` (the common case: one user's or one org's memories),
-  statistics and candidates come from those rows in Python: their count, mean length,
-  and per query term how many contain it, tested as the whole term ``" term "``
-  (``store.text`` pads every value with spaces). One indexed range read, exact,
-  nothing missed. Both full-text indexes are one index over every tenant, so asking
-  them costs as much as the word's matches in the whole table: measured at 100k rows
-  on MariaDB, 300 ms for a common word, against 3 ms to scan an org's 1,000 rows
-  (``bench/memory_backends.py``). Reading the rows once, rather than one SQL pass for
-  statistics and another for candidates, halved the time per search at 1,000 rows
-  (``bench/memory_scale.py``);
-* beyond ``SCAN_ROWS``, the rows read are a sample of the owner's: statistics come from them
-  (df / n and the mean length are ratios, which a sample of 20,000 estimates closely;
-  the sample is kept for a minute, ``sample_cache``, as reading it was half the search),
-  and the dialect's full-text index finds the candidates, best bands first
+* when that is all of them and no more than ``SCAN_ROWS`` (the common case: one user's
+  or one org's memories), statistics and candidates come from those rows in Python:
+  their count, mean length, and per query term how many contain it, tested as the whole
+  term ``" term "`` (``text`` pads every value with spaces). One indexed range read,
+  exact, nothing missed. Both full-text indexes are one index over every tenant, so
+  asking them costs as much as the word's matches in the whole table, far more than
+  reading one owner's rows; and one read serves both statistics and candidates;
+* beyond ``SCAN_ROWS``, the rows read are a sample of the owner's: statistics come from
+  them (df / n and the mean length are ratios, which a sample of 20,000 estimates
+  closely) and the dialect's full-text index finds the candidates, best bands first
   (``_from_index``): the rows holding every query term, then every term but the
   commonest (by the sample's counts), and so on down to two terms, and the rows
   holding any term only when these are fewer than ``bound``; at most ``CANDIDATES``
   (or ``bound``) per question, best first by the index's own relevance, and at most
-  ``QUESTIONS`` questions (below). An exact
-  count over every row was the slow part first: one aggregate ``LIKE '% term %'``
-  pass in SQL took 290 ms of a 555 ms search (p50) for an owner of 100,000 memories
-  on MariaDB; the sample replaced it. Then the index: asking it for rows with any
-  term makes it rank every row holding a common word (87 ms p50 for that query
-  alone), while the rows holding all terms, which the score rule ranks first
-  anyway, take 13 ms and number at least 100 for two queries in three. With the
-  bands first, the 100,000-memory owner's search went from 188 to 75 ms p50 on
-  MariaDB (p95 452 -> 275) and 93 to 39 ms on SQLite; its top 10 shares 0.896 of
-  the exact top 10 (every row scanned) on MariaDB against 0.894 before, 0.994
-  against 0.999 on SQLite, whose own ranking of any-term rows was closer to ours.
-  (Asking for only the rarer terms, with no band order, was as fast but kept 0.67.)
-  When the bands fall short, the "any term" question first leaves out the terms in
-  more than a tenth of the rows (``COMMON``): a row holding only those is the weakest
-  of the one-term band, and asking for them makes the index rank most of the owner's
-  rows (300-400 ms for a five-term query holding a name in 97 % of them). With that
-  step, the same owner's p95 went from 386-413 to 157-179 ms on MariaDB (two runs of
-  300 queries each; p99 ~500 -> ~340) and from 131-139 to 86-90 ms on SQLite, at
-  top-10 agreement 0.919 -> 0.910 and 0.988 -> 0.985. (On 150 queries, leaving out
-  terms in more than a fifth kept 0.918 at p95 207 ms, more than a fiftieth 0.898 at 194.)
+  ``QUESTIONS`` questions (below). Asking for the bands first spares the index ranking
+  every row that holds a common word, when the rows holding all terms (which the score
+  rule ranks first anyway) usually suffice; when the bands fall short, the "any term"
+  question first leaves out the terms in more than a tenth of the rows (``COMMON``): a
+  row holding only those is the weakest of the one-term band, and asking for them makes
+  the index rank most of the owner's rows.
+
+The sample is the first ``SAMPLE_ROWS + 1`` rows the database returns for the range,
+with no ORDER BY: in practice the oldest rows (both backends read the range in primary
+key order). Its statistics then lag what the owner wrote since; they are ratios, which
+that lag moves little, and candidates still come from the index over every row. No
+owner of the LoCoMo evaluation comes near ``SCAN_ROWS``, so its figures do not depend on
+which rows a sample holds.
+
+The sample of an owner too large to scan is kept per searched row set (the WHERE
+clause: owner, versions, filters) for ``SAMPLE_TTL`` seconds, at most ``SAMPLES_KEPT`` of
+them, least recently used out first (:func:`sample_cache`): reading it is the largest part
+of such a search, and a minute's new memories cannot move the ratios of an owner of that
+size. Candidates still come from the index on every search, so a memory saved a second
+ago is found; only its weight in the statistics waits for the next sample.
 
 What one search may cost the database, whatever the query (``text.query_terms`` first
 cuts 2,000 characters, 100 distinct words or one word repeated down to at most
 ``MAX_TERMS`` distinct terms, stopwords gone), besides the reads by primary key of at
-most ``max(3 * limit, 30)`` rows that rank the page (``search_ranking``):
+most ``max(3 * limit, 30)`` rows that rank the page (``pipeline``):
 
 * the scan: one read of at most ``SCAN_ROWS + 1`` rows of the searched range, nothing else;
 * the index plan: the sample read (at most ``SAMPLE_ROWS + 1`` rows, none while the sample
@@ -63,23 +59,20 @@ most ``max(3 * limit, 30)`` rows that rank the page (``search_ranking``):
   (``docs/decisions/0001-short-terms-without-like.md``).
 
 Every candidate is then scored from its ``search_text`` with BM25 over the searched
-rows' statistics (``bm25``) and the score rule of ``store.search``: other tenants'
+rows' statistics (``textsearch.bm25``) and the score rule of ``backend``: other tenants'
 rows change neither the candidates of the scan nor any score. On a scan only the rows
 of the best coordination bands are scored, whole bands until there are ``bound``
 (``_top_bands``): no row of a lower band can outrank them, and a query of common words
-matches half of an owner's rows (1,000 rows per org: 444 candidates on average, whose
-BM25 was a quarter of a search's CPU).
+matches half of an owner's rows.
 
-Pseudo-relevance feedback (RM3-style expansion with the terms of the best 5 matches,
-re-ranking inside a coordination band) was tried and dropped: leave-one-conversation-out
-on LoCoMo it raised recall@10 from 0.666 to 0.691 at MRR 0.517 -> 0.512, but counting
-the new terms over every searched row cost 3 ms of CPU per search, which took the 1M
-MariaDB p50 from 14.5 to 17.3 ms, past the 15 ms budget (commit 9dc5db4 has it).
+The measurements behind this plan: ``docs/decisions/0005-memory-search-plan.md``.
 """
 
 from __future__ import annotations
 
 import operator
+import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -87,13 +80,13 @@ from itertools import chain, compress, repeat
 from typing import Any, cast
 
 import sqlalchemy as sa
+from cachetools import TTLCache
 from sqlalchemy import ColumnElement
 from sqlmodel import Session, col
 
-from memory_bank.store import bm25
-from memory_bank.store.sample_cache import Row, SampleCache
-from memory_bank.store.search import SearchBackend, score
+from memory_bank.store.search.backend import SearchBackend, score
 from memory_bank.store.tables import MemoryRow
+from memory_bank.textsearch import bm25
 
 #: Searches over at most this many rows read them all instead of asking the full-text index.
 SCAN_ROWS = 20_000
@@ -109,6 +102,17 @@ COMMON = 0.1
 #: Questions one search may ask beyond its read of the searched rows, whatever the query:
 #: the bound of the index plan (see the module docstring), which ``_questions`` keeps.
 QUESTIONS = 7
+
+#: Seconds a sample is used for (see the module docstring).
+SAMPLE_TTL = 60.0
+#: Samples kept at most: one of 20,000 rows of bench text is about 6 MB.
+SAMPLES_KEPT = 8
+
+Row = tuple[int, str]  # pk, search_text
+#: The sample read's SQL and its parameters: the same rows are read by the same statement.
+SampleKey = tuple[str, str]
+#: The kept samples of owners too large to scan, by their read (:func:`sample_cache`).
+Samples = TTLCache[SampleKey, Sequence[Row]]
 
 #: One question of the index plan: (its condition, an ascending best-first order), built when asked.
 Question = Callable[[], tuple[ColumnElement[bool], ColumnElement[Any]]]
@@ -141,8 +145,8 @@ def _scan(rows: Sequence[Row], terms: Sequence[str]) -> tuple[bm25.Corpus, list[
 
 def _positions(rows: Sequence[Row], terms: Sequence[str]) -> dict[str, list[int]]:
     """Per term, the positions of the ``rows`` holding it, one tight pass per term: the sample's
-    statistics are their counts (splitting or looping over the rows in Python was a third of
-    the index plan's search time at 100,000 rows, and three times slower than this)."""
+    statistics are their counts (splitting the rows, or looping over them in Python, is
+    several times slower: ``docs/decisions/0005-memory-search-plan.md``)."""
     texts, positions = [text for _, text in rows], range(len(rows))
     return {t: list(compress(positions, map(operator.contains, texts, repeat(f" {t} ")))) for t in terms}
 
@@ -235,8 +239,18 @@ def _from_index(
     return list(found.items())
 
 
-def _sample_key(session: Session, statement: sa.ClauseElement) -> tuple[str, str]:
-    """The sample read's SQL and parameters: the same rows are read by the same statement."""
+def sample_cache(ttl: float = SAMPLE_TTL, size: int = SAMPLES_KEPT, timer: Callable[[], float] = time.monotonic) -> Samples:
+    """An empty cache of samples: entries expire ``ttl`` seconds after they are put, and
+    beyond ``size`` entries the least recently used goes first."""
+    return TTLCache(maxsize=size, ttl=ttl, timer=timer)
+
+
+#: cachetools caches are not thread-safe, and one ``MemorySearch`` serves every request thread.
+_samples_lock = threading.Lock()
+
+
+def _sample_key(session: Session, statement: sa.ClauseElement) -> SampleKey:
+    """The sample read's SQL and parameters."""
     compiled = statement.compile(dialect=session.get_bind().dialect)
     return str(compiled), repr(sorted(compiled.params.items()))
 
@@ -247,19 +261,23 @@ def lexical(
     where: Sequence[ColumnElement[bool]],
     terms: Sequence[str],
     bound: int,
-    samples: SampleCache,
+    samples: Samples,
 ) -> dict[int, float]:
     """pk -> score of the candidates (``terms`` non-empty, distinct, from ``text.query_terms``):
     on a scan, the rows of the best bands, at least ``bound`` of them when that many match;
     on the index plan, what the index found. ``samples`` keeps the rows read of an owner
-    too large to scan, for the next searches' statistics (``sample_cache``)."""
+    too large to scan, for the next searches' statistics (:func:`sample_cache`)."""
+    # No ORDER BY: beyond SCAN_ROWS this is the sample, in practice the oldest rows (see the module docstring).
     statement = sa.select(col(MemoryRow.pk), _text).where(*where).limit(max(SCAN_ROWS, SAMPLE_ROWS) + 1)
-    key = _sample_key(session, statement) if len(samples) else None  # keying costs 0.2 ms: only when it can hit
-    rows = samples.get(key) if key else None
+    key = _sample_key(session, statement) if len(samples) else None  # keying costs a compile: only when it can hit
+    with _samples_lock:
+        rows = samples.get(key) if key else None
     if rows is None:
         rows = [(pk, text or "") for pk, text in session.execute(statement)]
         if len(rows) > SCAN_ROWS:
-            samples.put(key or _sample_key(session, statement), rows)
+            key = key or _sample_key(session, statement)
+            with _samples_lock:
+                samples[key] = rows
     if not rows:
         return {}
     if len(rows) > SCAN_ROWS:  # too many to scan: the sample's statistics stand, the index finds the candidates

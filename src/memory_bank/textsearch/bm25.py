@@ -1,18 +1,22 @@
-"""BM25F: BM25 over documents made of weighted fields, scores normalised into [0, 1].
+"""Okapi BM25 and, on top of it, BM25F: one K1, one B, one idf for both searches.
 
-A word in an operation's name says more about what it does than the same word deep
-in its description, so fields are weighted before term frequencies saturate
-(Robertson, Zaragoza & Taylor 2004, "Simple BM25 extension to multiple weighted
-fields"): ``tf~(t, d) = sum_f w_f * tf_f(t, d) / (1 - b + b * len_f(d) / avglen_f)``,
+Memory search scores candidates with :class:`Corpus` (plain BM25 over one text per row,
+statistics supplied by the caller); capability search builds a :class:`BM25F` index over
+operations made of weighted fields. Both use Lucene's defaults and Lucene's idf.
+
+BM25F (Robertson, Zaragoza & Taylor 2004, "Simple BM25 extension to multiple weighted
+fields"): a word in an operation's name says more about what it does than the same word
+deep in its description, so fields are weighted before term frequencies saturate:
+``tf~(t, d) = sum_f w_f * tf_f(t, d) / (1 - b + b * len_f(d) / avglen_f)``,
 ``score(q, d) = sum_{t in q} idf(t) * tf~ / (k1 + tf~)``.
 
 Nothing in ``idf(t) * tf~ / (k1 + tf~)`` depends on the query, so that product (the
 term's "impact" on the document) is computed once at construction and stored in the
 postings: a query just adds up floats.
 
-Normalisation: ``tf~ / (k1 + tf~)`` is below 1, so a score is below ``sum idf(t)``
-over the query's terms, a word no document has counting at the highest idf. The
-score divided by that ceiling is in [0, 1] and means "how much of the query this
+Normalisation of BM25F: ``tf~ / (k1 + tf~)`` is below 1, so a score is below ``sum
+idf(t)`` over the query's terms, a word no document has counting at the highest idf.
+The score divided by that ceiling is in [0, 1] and means "how much of the query this
 document covers, and how strongly" regardless of what else is indexed.
 """
 
@@ -21,12 +25,46 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
-__all__ = ["BM25F"]
+__all__ = ["B", "BM25F", "K1", "Corpus", "idf"]
 
 #: Term-frequency saturation and length normalisation: the usual BM25 values.
 K1 = 1.2
 B = 0.75
+
+
+def idf(documents: int, df: int) -> float:
+    """Lucene's BM25 idf, floored at 0 by the ``1 +``: positive even for a term in every
+    document, so common words never subtract."""
+    return math.log(1 + (documents - df + 0.5) / (df + 0.5))
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """What BM25 needs to know about the searched documents: how many, how long, and each
+    term's document count."""
+
+    documents: int
+    mean_length: float
+    frequency: Mapping[str, int]
+
+    def idf(self, term: str) -> float:
+        return idf(self.documents, self.frequency.get(term, 0))
+
+    def relevance(self, words: Sequence[str], length: int, terms: frozenset[str]) -> tuple[int, float]:
+        """(how many of the distinct ``terms`` occur in a document, its BM25 score); the
+        document is given as its ``words`` and its ``length`` (in any unit the caller's
+        ``mean_length`` uses: BM25 only ever uses a length relative to the mean)."""
+        present = terms.intersection(words)  # usually none or one or two: count only those
+        if not present:
+            return 0, 0.0
+        norm = K1 * (1 - B + B * length / max(self.mean_length, 1.0))
+        total = 0.0
+        for term in present:
+            tf = words.count(term)
+            total += self.idf(term) * tf * (K1 + 1) / (tf + norm)
+        return len(present), total
 
 
 class BM25F:
@@ -49,16 +87,12 @@ class BM25F:
                     pseudo_tf[term] += weight * tf / norm
             for term, weighted in pseudo_tf.items():
                 postings.setdefault(term, []).append((doc_id, weighted / (K1 + weighted)))
-        self._idf = {t: self._idf_of(len(p)) for t, p in postings.items()}
+        self._idf = {t: idf(self._n, len(p)) for t, p in postings.items()}
         #: term -> (doc ids, impacts): two flat tuples iterate faster than pairs.
         self._postings = {
             t: (tuple(d for d, _ in p), tuple(self._idf[t] * s for _, s in p)) for t, p in postings.items()
         }
-        self._unseen_idf = self._idf_of(0)
-
-    def _idf_of(self, df: int) -> float:
-        """BM25's idf, floored at 0 by the ``1 +`` (Lucene's variant): common words never subtract."""
-        return math.log(1 + (self._n - df + 0.5) / (df + 0.5))
+        self._unseen_idf = idf(self._n, 0)
 
     def __len__(self) -> int:
         return self._n
@@ -68,8 +102,7 @@ class BM25F:
 
         A term the query repeats counts once per mention, as in Lucene: "fruits from the
         Sapindales order ... fruits belonging to this order" is about the order more than
-        about the "families" it names once. (ToolAlpaca MRR 0.872 -> 0.878; Twilio
-        known-item check unchanged.)
+        about the "families" it names once.
 
         Dense on purpose: adding into a list by index is the cheapest accumulator in
         pure Python, and callers fuse more signals position by position.

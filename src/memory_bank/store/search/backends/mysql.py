@@ -2,9 +2,9 @@
 
 The index is built by ``bootstrap_mysql`` (without InnoDB's stopword list) over the
 derived ``search_text`` column, whose terms are already folded and stemmed
-(``store.text``): InnoDB has no stemmer, so this is how ``prefers`` finds
+(``store.search.text``): InnoDB has no stemmer, so this is how ``prefers`` finds
 ``preferred`` here as on SQLite. The index only serves owners too large to scan
-(``search_lexical``); its pitfalls and what is done about them:
+(``store.search.lexical``); its pitfalls and what is done about them:
 
 * membership is tested ``IN BOOLEAN MODE`` (no operators: any term; ``+`` before each
   term: all of them): natural language mode drops rows whose relevance is 0, which on
@@ -12,7 +12,7 @@ derived ``search_text`` column, whose terms are already folded and stemmed
   same expression;
 * terms shorter than ``innodb_ft_min_token_size`` (3 by default) or longer than
   ``innodb_ft_max_token_size`` are not in the index (``unindexed``): the plan never asks
-  it for them, and tests them itself on the rows it reads (``search_lexical._unseen``),
+  it for them, and tests them itself on the rows it reads (``store.search.lexical._unseen``),
   not by ``LIKE`` over the owner's rows (``bench/short_terms_mariadb.py``);
 * a row enters the index at COMMIT: a save is acknowledged only after its commit,
   so what a client was told is saved is searchable.
@@ -30,7 +30,7 @@ from sqlalchemy.engine import Connection
 from sqlmodel import Session, col
 
 from memory_bank.store.bootstrap_mysql import advisory_lock, ensure_fulltext
-from memory_bank.store.indexing import backfill
+from memory_bank.store.search.indexing import backfill
 from memory_bank.store.tables import MemoryRow
 
 # col() is typed as the mapped attribute; MATCH wants it as the column expression it is.

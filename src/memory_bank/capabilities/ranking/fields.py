@@ -18,6 +18,9 @@ The weights are set once from what each field IS, not fitted to any query set:
   "delete"/"remove" or "create"/"add" reach the operation even when its name does not
   say so: 0.5, enough to break ties between operations on the same resource.
 
+The weights are set a priori; grids around them moved nothing that held on both
+ToolAlpaca and Twilio (``docs/decisions/0002-capability-ranking-signals.md``).
+
 A description that only repeats the title (codegen copies the summary when there is
 no description) is dropped so the title is not counted twice.
 """
@@ -27,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from memory_bank.capabilities.text import phrases, terms
+from memory_bank.textsearch.tokenize import identifier_terms, phrases
 
 __all__ = ["FIELD_WEIGHTS", "api_texts", "api_terms", "fields", "response_words"]
 
@@ -50,11 +53,9 @@ _SUBSCHEMA_KEYS = ("items", "additionalProperties", "allOf", "anyOf", "oneOf")
 
 #: What each HTTP method does, in request words (RFC 9110 section 9.3). Not "set": people
 #: "set up" a dashboard and "set" an alert (creations) as often as they set a value, so
-#: it tells no method apart (ToolAlpaca MRR 0.881 -> 0.885 without it as a PUT word;
-#: Twilio, which updates with POST, unchanged). "save" is a creation ("save this fact",
-#: "save a note"), not a PUT word: the words matter twice, as this field and as the
-#: request's intent (:mod:`method_intent`), where a PUT "save" took "save this fact" to
-#: ``putMemoryKeypath`` (ToolAlpaca and Twilio the same either way).
+#: it tells no method apart. "save" is a creation ("save this fact", "save a note"), not
+#: a PUT word: the words matter twice, as this field and as the request's intent
+#: (:mod:`method_intent`), where a PUT "save" took "save this fact" to ``putMemoryKeypath``.
 METHOD_VERBS: Mapping[str, str] = {
     "GET": "get retrieve fetch list show find read",
     "HEAD": "check exists",
@@ -127,18 +128,18 @@ def fields(capability: Mapping[str, Any]) -> dict[str, list[str]]:
     description = _text(capability.get("description")).strip()
     arguments = list(_arguments(capability))
     prose = {
-        "name": terms(_text(capability.get("name"))),
-        "title": terms(title),
-        "path": terms(_literal_path(_text(capability.get("path")))),
-        "description": terms(description) if description != title else [],
+        "name": identifier_terms(_text(capability.get("name"))),
+        "title": identifier_terms(title),
+        "path": identifier_terms(_literal_path(_text(capability.get("path")))),
+        "description": identifier_terms(description) if description != title else [],
     }
     return prose | {
-        "tags": terms(*_tags(capability)),
-        "params": terms(*(name for name, _ in arguments)),
-        "param_text": terms(*(text for _, text in arguments)),
-        "returns": terms(*response_words(capability)),
+        "tags": identifier_terms(*_tags(capability)),
+        "params": identifier_terms(*(name for name, _ in arguments)),
+        "param_text": identifier_terms(*(text for _, text in arguments)),
+        "returns": identifier_terms(*response_words(capability)),
         "phrases": [pair for words in prose.values() for pair in phrases(words)],
-        "verbs": terms(METHOD_VERBS.get(_text(capability.get("method")).upper(), "")),
+        "verbs": identifier_terms(METHOD_VERBS.get(_text(capability.get("method")).upper(), "")),
     }
 
 
@@ -151,7 +152,7 @@ def api_terms(capability: Mapping[str, Any]) -> list[str]:
     before the operation's own fields pick the operation.
     """
     source = _text(capability.get("source")).rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    return terms(source, _text(capability.get("title")), *_tags(capability), _text(capability.get("description")))
+    return identifier_terms(source, _text(capability.get("title")), *_tags(capability), _text(capability.get("description")))
 
 
 def api_texts(capability: Mapping[str, Any]) -> list[str]:

@@ -2,13 +2,13 @@
 
 "Fetch my user profile to show me my details" wants a read: of ``GET /getUserProfile``
 and ``PUT /updateUserProfile``, which share every noun of the request, only the first
-does that. The ``verbs`` field (:mod:`search_fields`) already gives an operation the
+does that. The ``verbs`` field (:mod:`fields`) already gives an operation the
 words of its HTTP method, but in a catalog where most operations are reads, "fetch"
 and "show" are in most documents, so their idf, and with it their weight, is near
 zero: the field cannot tell the two apart.
 
 So the method is also a filter of its own. The request's *intent* is the set of
-methods whose verbs (:data:`search_fields.METHOD_VERBS`) it uses, or a read when it
+methods whose verbs (:data:`fields.METHOD_VERBS`) it uses, or a read when it
 asks for a fact ("what ...", "when ...") and names no action; an operation that
 performs none of them keeps ``1 - MISMATCH_WEIGHT`` of its score. A request with no
 such verb, or with verbs of several methods ("find the report and delete it"),
@@ -16,10 +16,7 @@ leaves operations of those methods alone. An operation performs its HTTP method 
 any method whose verbs its name uses, so RPC-style APIs that read with
 ``POST /getThing`` are not taken for writers.
 
-Measured (``evals/capability_search.py`` on ToolAlpaca, 207 requests): hit@1 0.807
--> 0.816, final@1 0.778 -> 0.787, MRR 0.885 -> 0.890, no request worse; the same for
-weights 0.05 to 0.2. Twilio's known-item check (1,000 requests) 0.468 / 0.720 ->
-0.472 / 0.724.
+Measurements: ``docs/decisions/0002-capability-ranking-signals.md``.
 """
 
 from __future__ import annotations
@@ -28,26 +25,24 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from memory_bank.capabilities.search_fields import METHOD_VERBS
-from memory_bank.capabilities.text import terms
+from memory_bank.capabilities.ranking.fields import METHOD_VERBS
+from memory_bank.textsearch.tokenize import identifier_terms
 
 __all__ = ["MISMATCH_WEIGHT", "actions", "intent"]
 
 #: Share of its score an operation loses when it performs none of the request's methods.
 MISMATCH_WEIGHT = 0.1
 
-_VERBS: Mapping[str, frozenset[str]] = {method: frozenset(terms(words)) for method, words in METHOD_VERBS.items()}
+_VERBS: Mapping[str, frozenset[str]] = {method: frozenset(identifier_terms(words)) for method, words in METHOD_VERBS.items()}
 #: Method words that a request uses as often for something other than the action it asks
 #: for: "make sure", "send me the forecast", "how the rate has changed". They still say
-#: what an operation's name does, but state no intent (same ToolAlpaca and Twilio figures
-#: with or without them: a guard for requests not measured here). "new" stays: it goes
-#: with creations ("we hired a new analyst; give him access"; one more ToolAlpaca request
-#: first with the semantic extra, the same lexically).
-_NOT_STATED = frozenset(terms("make send change"))
+#: what an operation's name does, but state no intent (a guard for requests not measured
+#: here). "new" stays: it goes with creations ("we hired a new analyst; give him access").
+_NOT_STATED = frozenset(identifier_terms("make send change"))
 _STATED: Mapping[str, frozenset[str]] = {method: verbs - _NOT_STATED for method, verbs in _VERBS.items()}
 #: Question words that ask for a fact. Not "how" or "why": "how do I create ..." asks how
-#: to act. Same ToolAlpaca and Twilio figures with the rule; it puts our own "what is the
-#: value of preferences.theme" on ``getMemoryKeypath`` instead of ``putMemoryKeypath``.
+#: to act. The rule puts our own "what is the value of preferences.theme" on
+#: ``getMemoryKeypath`` instead of ``putMemoryKeypath``.
 _ASKS_FOR_INFORMATION = re.compile(r"\b(?:what|which|who|whom|whose|where|when)\b", re.IGNORECASE)
 _READ = frozenset({"GET", "HEAD"})
 
@@ -59,7 +54,7 @@ def actions(capability: Mapping[str, Any]) -> frozenset[str]:
     "check" ("check the population of Tokyo") does not rule out every read but the ones
     named ``check...``.
     """
-    name = set(terms(str(capability.get("name") or "")))
+    name = set(identifier_terms(str(capability.get("name") or "")))
     performed = {str(capability.get("method") or "").upper()} | {m for m, verbs in _VERBS.items() if verbs & name}
     return frozenset(performed | {"HEAD"} if "GET" in performed else performed)
 

@@ -1,14 +1,13 @@
 """What a memory row carries for search, derived when the row is written.
 
-``search_text`` (``store.text``) and, when semantic search is on, ``embedding``
-(``store.embeddings``) are set by ORM hooks rather than by each writer: saves,
+``search_text`` (``text``) and, when semantic search is on, ``embedding``
+(``semantic``) are set by ORM hooks rather than by each writer: saves,
 patches, keypath puts and imports all insert rows, and a hook cannot be forgotten
 by the next path that does. Rows are never updated in place, so nothing has to be
 derived again. ``search_text`` is set per row (``before_insert``); vectors for all
 the rows a flush inserts are computed together (``before_flush``), up to
 ``EMBED_BATCH`` texts per model call: the model sorts what it is given by length
-before it batches, so big calls pad less (1,024 LoCoMo turns: 67 texts/s in one
-call against 49/s one by one, on one CPU thread here).
+before it batches, so big calls pad less.
 
 The embedder rides on the engine as the execution option ``EMBEDDER_OPTION``
 (``MemoryStore(engine, embedder)`` sets it), so only the stores that were given
@@ -32,9 +31,10 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
-from memory_bank.store import embeddings
+from memory_bank.store.search import semantic
+from memory_bank.store.search.text import search_text
 from memory_bank.store.tables import MemoryRow
-from memory_bank.store.text import search_text
+from memory_bank.textsearch.embeddings import Embedder
 
 EMBEDDER_OPTION = "memory_bank_embedder"
 #: Rows filled per UPDATE round trip by ``backfill``.
@@ -59,11 +59,11 @@ def _embed_new_rows(session: Session, _context: Any, _instances: Any) -> None:
             row.embedding = vector
 
 
-def _embed(embedder: embeddings.Embedder, rows: Sequence[tuple[str, Any, Any]]) -> list[bytes]:
+def _embed(embedder: Embedder, rows: Sequence[tuple[str, Any, Any]]) -> list[bytes]:
     """The stored vector of each ``(content, tags, contexts)``, ``EMBED_BATCH`` texts per model call."""
-    texts = [embeddings.memory_text(content, tags or (), contexts or ()) for content, tags, contexts in rows]
+    texts = [semantic.memory_text(content, tags or (), contexts or ()) for content, tags, contexts in rows]
     return [
-        embeddings.to_blob(vector)
+        semantic.to_blob(vector)
         for start in range(0, len(texts), EMBED_BATCH)
         for vector in embedder(texts[start : start + EMBED_BATCH])
     ]
@@ -95,7 +95,7 @@ def backfill(connection: Connection) -> int:
     return filled
 
 
-def backfill_embeddings(engine: Engine, embedder: embeddings.Embedder, on_batch: Callable[[int], None] = lambda n: None) -> int:
+def backfill_embeddings(engine: Engine, embedder: Embedder, on_batch: Callable[[int], None] = lambda n: None) -> int:
     """Compute the vector of every row that has none; returns how many were filled.
 
     ``EMBED_BATCH`` rows at a time, walked in primary-key order, each batch's vectors

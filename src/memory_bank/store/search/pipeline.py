@@ -1,11 +1,11 @@
 """A search from query to ranked rows: lexical, then semantic fusion, then feedback.
 
-1. lexical hits and scores (``search_lexical``) for the query's terms;
-2. with an embedder, the ``embeddings.NEIGHBOURS`` rows closest to the query join
+1. lexical hits and scores (``lexical``) for the query's terms;
+2. with an embedder, the ``semantic.NEIGHBOURS`` rows closest to the query join
    them, and every candidate's score becomes the fusion of both signals
-   (``embeddings``); a row the other signal did not find counts 0 there;
+   (``textsearch.fusion``); a row the other signal did not find counts 0 there;
 3. the best ``max(3 * limit, 30)`` lend each other relevance when they share an
-   origin (``context_boost``), then get their feedback applied (``feedback_boost``),
+   origin (``boosts.context``), then get their feedback applied (``boosts.feedback``),
    enough for a demoted memory to leave the page and a promoted one to climb it;
 4. ``min_score``, order (score, then newer, then higher pk), ``limit``.
 """
@@ -18,22 +18,24 @@ import sqlalchemy as sa
 from sqlalchemy import ColumnElement
 from sqlmodel import Session, col
 
-from memory_bank.store import context_boost, embeddings, feedback_boost
-from memory_bank.store.sample_cache import SampleCache
-from memory_bank.store.search import SearchBackend
-from memory_bank.store.search_lexical import lexical
+from memory_bank.store.search import semantic
+from memory_bank.store.search.backend import SearchBackend
+from memory_bank.store.search.boosts import context, feedback
+from memory_bank.store.search.lexical import lexical, sample_cache
+from memory_bank.store.search.text import query_terms
 from memory_bank.store.tables import MemoryRow
-from memory_bank.store.text import query_terms
+from memory_bank.textsearch.embeddings import Embedder
+from memory_bank.textsearch.fusion import LEXICAL_FLOOR, SEMANTIC_WEIGHT, fuse
 
 #: Candidates, per result asked for, that the origin boost and feedback may reorder.
 FEEDBACK_DEPTH = 3
 
 
 class MemorySearch:
-    def __init__(self, backend: SearchBackend, embedder: embeddings.Embedder | None = None) -> None:
+    def __init__(self, backend: SearchBackend, embedder: Embedder | None = None) -> None:
         self._backend = backend
         self._embedder = embedder
-        self._samples = SampleCache()
+        self._samples = sample_cache()
 
     def search(
         self, session: Session, where: Sequence[ColumnElement[bool]], q: str, limit: int, min_score: float
@@ -52,10 +54,10 @@ class MemorySearch:
         )
         created, origins = {}, {}
         for pk, created_at, contexts in session.execute(facts):
-            created[pk], origins[pk] = created_at, context_boost.origins(contexts)
-        scores = context_boost.boosted({pk: scores[pk] for pk in best}, origins)
-        votes = feedback_boost.net_votes(session, best)
-        final = {pk: feedback_boost.boosted(scores[pk], votes[pk]) if pk in votes else scores[pk] for pk in best}
+            created[pk], origins[pk] = created_at, context.origins(contexts)
+        scores = context.boosted({pk: scores[pk] for pk in best}, origins)
+        votes = feedback.net_votes(session, best)
+        final = {pk: feedback.boosted(scores[pk], votes[pk]) if pk in votes else scores[pk] for pk in best}
         # Score 0 is no evidence at all (no shared term, no similarity): never a hit.
         kept = (pk for pk in best if final[pk] > 0 and final[pk] >= min_score)
         page = sorted(kept, key=lambda pk: (final[pk], created[pk], pk), reverse=True)[:limit]
@@ -66,13 +68,13 @@ class MemorySearch:
         self, session: Session, where: Sequence[ColumnElement[bool]], q: str, lexical_scores: dict[int, float]
     ) -> dict[int, float]:
         assert self._embedder is not None
-        near = embeddings.similarities(session, where, self._embedder([q])[0])
-        closest = sorted(near, key=near.__getitem__, reverse=True)[: embeddings.NEIGHBOURS]
+        near = semantic.similarities(session, where, self._embedder([q])[0])
+        closest = sorted(near, key=near.__getitem__, reverse=True)[: semantic.NEIGHBOURS]
         pks = list(dict.fromkeys([*lexical_scores, *closest]))
-        fused = embeddings.fuse(
+        fused = fuse(
             [lexical_scores.get(pk, 0.0) for pk in pks],
             [near.get(pk, 0.0) for pk in pks],
-            embeddings.SEMANTIC_WEIGHT,
-            embeddings.LEXICAL_FLOOR,
+            SEMANTIC_WEIGHT,
+            LEXICAL_FLOOR,
         )
         return dict(zip(pks, fused, strict=True))

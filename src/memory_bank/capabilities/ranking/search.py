@@ -5,7 +5,7 @@ operation, among hundreds from many APIs, that does it. Two lexical signals, bot
 built once at construction and answered from memory:
 
 * the operation itself: BM25F over its fields (name, title, path, tags, description,
-  arguments, response fields; weights and why in :mod:`search_fields`), the query's
+  arguments, response fields; weights and why in :mod:`fields`), the query's
   words plus its adjacent word pairs;
 * its API: BM25 over one document per source pooling the titles, tags, descriptions
   and name of all its operations, plus, once each, what the spec says about the API
@@ -17,8 +17,8 @@ built once at construction and answered from memory:
   between APIs, never the main evidence.
 
 Score = ``(1 - API_WEIGHT) * operation + API_WEIGHT * api``, both in [0, 1] (see
-:mod:`bm25f` for what 1 means), so the score is in [0, 1] and a caller may apply a
-fixed ``min_score``. A request phrased as a question then mixes in a small share of
+``textsearch.bm25`` for what 1 means), so the score is in [0, 1] and a caller may apply
+a fixed ``min_score``. A request phrased as a question then mixes in a small share of
 how well each operation says it answers questions (:mod:`question_fallback`), so a
 question that no operation names reaches a question-answering one. An operation whose
 method the request's verbs rule out ("fetch my profile" vs. ``PUT /updateUserProfile``)
@@ -30,24 +30,10 @@ a close contender (:mod:`request_steps`).
 With an ``embedder`` (the ``semantic`` extra, :mod:`semantic`) the lexical score is
 fused with embedding similarity, which finds operations that share no word with the
 request; scores are then relative to the query's best, and a weak lexical best is
-not stretched to full weight (see :func:`semantic.fuse`: ``semantic_weight`` 0.2,
-``lexical_floor`` 0.1, chosen by leave-one-spec-out cross-validation).
+not stretched to full weight (``textsearch.fusion.fuse``).
 
-Measured on ToolAlpaca (and on the Twilio known-item check) and kept out, as each
-gained at most a few of 207 requests or lost, here or on Twilio: the API text as an
-operation field, tag descriptions in the tags field, enum values as a field, all of
-an API's fields pooled into its routing document, a multiplicative (two-stage) API
-prior, API-local idf, pseudo-relevance feedback (RM3), a standard stop list,
-weighting later words of the request more, re-ordering near-ties by where their
-evidence sits in the request, no length normalisation for schema fields (+0.01 MRR
-here, a loss on Twilio), prefix matching; on the semantic side RRF, embedding the
-API text, and the best sentence of the request. Later also: preferring operations
-whose arguments the request's literal values (quotes, numbers, proper names) could
-fill (+0.01 MRR at one tiny weight, a loss at twice it: noise), scoring the clause
-after the last "then" / "also" as an added signal (what is kept instead is a move of
-that clause's best operation to the front, :mod:`request_steps`), the position of an
-operation's evidence in the request, weighting word pairs below single words, and
-grids over k1, b and every field weight (all within 0.01 MRR of the values above).
+What was measured and kept out: ``docs/decisions/0002-capability-ranking-signals.md``;
+current figures: ``evals/RESULTS.md``.
 """
 
 from __future__ import annotations
@@ -57,19 +43,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory_bank.capabilities import method_intent, request_literals, request_steps
-from memory_bank.capabilities.bm25f import BM25F
-from memory_bank.capabilities.question_fallback import ANSWER_TERMS, FALLBACK_WEIGHT, asks_question
-from memory_bank.capabilities.search_fields import FIELD_WEIGHTS, api_terms, api_texts, fields
-from memory_bank.capabilities.semantic import (
-    LEXICAL_FLOOR,
-    SEMANTIC_WEIGHT,
-    Embedder,
-    SemanticIndex,
-    capability_text,
-    fuse,
-)
-from memory_bank.capabilities.text import phrases, terms
+from memory_bank.capabilities.ranking import method_intent, request_literals, request_steps
+from memory_bank.capabilities.ranking.fields import FIELD_WEIGHTS, api_terms, api_texts, fields
+from memory_bank.capabilities.ranking.question_fallback import ANSWER_TERMS, FALLBACK_WEIGHT, asks_question
+from memory_bank.capabilities.ranking.semantic import SemanticIndex, capability_text
+from memory_bank.textsearch.bm25 import BM25F
+from memory_bank.textsearch.embeddings import Embedder
+from memory_bank.textsearch.fusion import LEXICAL_FLOOR, SEMANTIC_WEIGHT, fuse
+from memory_bank.textsearch.tokenize import identifier_terms, phrases
 
 __all__ = ["API_WEIGHT", "CapabilitySearch", "Match"]
 
@@ -100,9 +81,9 @@ class CapabilitySearch:
         semantic_weight: float = SEMANTIC_WEIGHT,
         lexical_floor: float = LEXICAL_FLOOR,
     ) -> None:
-        """Index ``capabilities`` once; ``embedder`` (see :func:`semantic.load_embedder`) adds
+        """Index ``capabilities`` once; ``embedder`` (see ``textsearch.embeddings.load_embedder``) adds
         the embedding signal, fused with ``semantic_weight`` and ``lexical_floor`` (see
-        :func:`semantic.fuse`; the defaults are the cross-validated ones)."""
+        ``textsearch.fusion.fuse``; the defaults are the cross-validated ones)."""
         self._capabilities = list(capabilities)
         self._fusion = (semantic_weight, lexical_floor)
         self._operations = BM25F([fields(c) for c in self._capabilities], FIELD_WEIGHTS)
@@ -115,7 +96,7 @@ class CapabilitySearch:
             for text in api_texts(capability):  # each distinct API-level text once per API
                 if text not in described[source]:
                     described[source].add(text)
-                    pooled[source] += terms(text)
+                    pooled[source] += identifier_terms(text)
         self._apis = BM25F([{"api": words} for words in pooled], {"api": 1.0})
         self._answers = self._operations.scores(ANSWER_TERMS)
         self._actions = [method_intent.actions(c) for c in self._capabilities]
@@ -140,7 +121,7 @@ class CapabilitySearch:
         query returns ``[]``: listing by category is the caller's job.
         """
         prose, literals = request_literals.split(query)
-        pieces = [terms(text) for text in (*prose, *literals)]  # word pairs stay within a piece
+        pieces = [identifier_terms(text) for text in (*prose, *literals)]  # word pairs stay within a piece
         words = [word for piece in pieces for word in piece]
         if limit <= 0 or not words:
             return []
@@ -167,7 +148,7 @@ class CapabilitySearch:
     def _last_step_first(self, ranked: list[Ranked], tail: str) -> list[Ranked]:
         """``ranked`` with the best operation for the request's last step ``tail`` moved to
         the front when it is a contender (see :mod:`request_steps`)."""
-        words = terms(tail)
+        words = identifier_terms(tail)
         fit = self._operations.scores(words + phrases(words))
         best = max(fit, default=0.0)
         if not ranked or best <= 0:
@@ -182,7 +163,7 @@ class CapabilitySearch:
     def _intent_factors(self, wanted: frozenset[str]) -> list[float]:
         """Per capability, 1 if it performs one of the ``wanted`` methods, else ``1 -
         MISMATCH_WEIGHT``. Built once per intent (a set of HTTP methods, so a handful): a
-        set intersection per operation per query was a third of a query on Twilio."""
+        set intersection per operation per query is a large part of a query on a big catalog."""
         factors = self._factors.get(wanted)
         if factors is None:
             mismatch = 1 - method_intent.MISMATCH_WEIGHT

@@ -1,6 +1,6 @@
 """SQLite's part of search: an FTS5 external-content index over ``memory.search_text``.
 
-The index reads ``search_text`` (already folded and stemmed, ``store.text``, so the
+The index reads ``search_text`` (already folded and stemmed, ``store.search.text``, so the
 plain ``unicode61`` tokenizer splits it back into exactly those terms) straight from
 the ``memory`` table, keyed by its integer ``pk``; triggers keep it in step. Rows
 are never rewritten except for timestamps, so in practice only the insert trigger
@@ -18,7 +18,7 @@ from sqlalchemy import ColumnElement, func
 from sqlalchemy.engine import Connection
 from sqlmodel import Session, col
 
-from memory_bank.store.indexing import backfill
+from memory_bank.store.search.indexing import backfill
 from memory_bank.store.tables import MemoryRow
 
 _TRIGGERS = ("memory_fts_ai", "memory_fts_ad", "memory_fts_au")
@@ -69,7 +69,7 @@ class SqliteSearch:
         return sa.exists().where(values.c.value == tag)
 
     def unindexed(self, session: Session, terms: Sequence[str]) -> list[str]:
-        # unicode61 keeps every token, however short or long: each term of store.text is in the index.
+        # unicode61 keeps every token, however short or long: each term of store.search.text is in the index.
         return []
 
     def index_match(

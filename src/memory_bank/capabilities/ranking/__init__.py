@@ -1,0 +1,13 @@
+"""Capability search (the ``search_capabilities`` meta-tool and ``GET /v1/capabilities``),
+split by job so each piece can be read and tested alone:
+
+* ``search``            - ``CapabilitySearch`` / ``Match``: the public API; fuses the signals.
+* ``fields``            - which text of a capability is searched, in which field, at what weight.
+* ``method_intent``     - the request's verbs rule out operations of other HTTP methods.
+* ``question_fallback`` - a question no operation names reaches a question-answering one.
+* ``request_literals``  - quoted values count as terms but state no action.
+* ``request_steps``     - a request of several steps gets its last step's operation first.
+* ``semantic``          - the optional embedding signal (``semantic`` extra).
+
+Tokenizing, BM25F and fusion come from ``textsearch``.
+"""

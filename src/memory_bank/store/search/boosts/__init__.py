@@ -1,0 +1,1 @@
+"""What lifts or lowers a lexical or fused score after ranking: shared origins, then feedback."""

@@ -1,0 +1,125 @@
+"""Text -> search terms: one tokenizer, two ways of splitting, two named stopword lists.
+
+Both searches reduce what is indexed and what is asked to the same terms, or no ranker
+can match them; each does it with one function used on both sides:
+
+* :func:`identifier_terms` for API text, where names and paths glue words together
+  (``getUserById``, ``/ip_addresses``, ``IPAddress``) and requests are prose ("holidays
+  in France"): runs of letters or digits, camelCase and acronyms split,
+  :data:`API_STOPWORDS` dropped, stemmed;
+* :func:`folded_terms` for memories, whose text is prose in any script: case,
+  compatibility forms and accents folded (:func:`fold`), split at every non-alphanumeric
+  character (``v2`` stays one word), :data:`MEMORY_STOPWORDS` dropped, stemmed.
+
+The two lists differ because the two searches were tuned on different data: each is
+part of its search's ranking, and changing one changes that search's figures.
+
+Stemming is Snowball's English (Porter2) stemmer from ``snowballstemmer`` (with
+``PyStemmer`` installed it runs in C, same stems): the standard light stemmer of IR; it
+folds "holidays" / "holiday", "countries" / "country", "nutritional" / "nutrition".
+Stems are cached: vocabularies are small, so after indexing nearly every word is a hit.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+import snowballstemmer
+
+__all__ = [
+    "API_STOPWORDS", "MEMORY_STOPWORDS", "fold", "folded_terms", "identifier_terms", "phrases", "split_words", "stem",
+]  # fmt: skip
+
+#: Function words that carry no intent in a request for an operation ("can you get me the
+#: ..."). Kept short on purpose: words like "all", "new", "by", "not" do separate
+#: operations; "many" and "much" only size what follows ("how many moons does Jupiter have").
+API_STOPWORDS = frozenset(
+    """a an and are as at be been but can could do does for from have how i if in into is it
+    its many me much my of on or our please should so than that the their them then there
+    these they this those to was we were what when where which who whom why will with would
+    you your""".split()
+)
+
+#: Function words that match nearly every memory and so only add noise; dropped from
+#: indexed text and queries alike. A query made only of these finds nothing lexically.
+MEMORY_STOPWORDS = frozenset(
+    """a about all also am an and any are as at be been but by can could did do does
+    for from had has have he her his how i if in into is it its me my no not of on or
+    our she should so some than that the their them then there these they this those
+    to us was we were what when where which who whom why will with would you your""".split()
+)
+
+#: Runs of letters or digits; everything else (``/``, ``_``, ``{``, ``.``, ``-``) separates.
+_RUN = re.compile(r"[^\W\d_]+|\d+")
+#: Runs of letters and digits together: every separator (space, punctuation, ``_``) splits.
+_WORD = re.compile(r"[^\W_]+")
+
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def _words_of_run(run: str) -> tuple[str, ...]:
+    """``IPAddress`` -> ``("ip", "address")``: a new word starts at a lower->upper step, and
+    at the last capital of an acronym that a lower-case letter follows (any script).
+
+    Cached: specs repeat the same identifiers and words thousands of times.
+    """
+    if run.islower() or run.isupper() or run.isdigit():
+        return (run.lower(),)
+    starts = [0] + [
+        i
+        for i in range(1, len(run))
+        if run[i].isupper() and (run[i - 1].islower() or (i + 1 < len(run) and run[i + 1].islower()))
+    ]
+    return tuple(run[a:b].lower() for a, b in zip(starts, starts[1:] + [len(run)]))
+
+
+def split_words(text: str) -> list[str]:
+    """``getIPAddress_v2/{userId}`` -> ``["get", "ip", "address", "v", "2", "user", "id"]``.
+
+    Lower-cased words in order; camelCase, acronyms, snake_case and paths all split.
+    """
+    return [word for run in _RUN.findall(text) for word in _words_of_run(run)]
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The Porter2 stem of a lower-case word (``"holidays"`` -> ``"holiday"``)."""
+    return str(_STEMMER.stemWord(word))
+
+
+def identifier_terms(*texts: str) -> list[str]:
+    """The search terms of API ``texts``, in order: their words split as identifiers
+    (:func:`split_words`), without :data:`API_STOPWORDS`, stemmed."""
+    return [term for text in texts for term in _identifier_terms_of(text)]
+
+
+@lru_cache(maxsize=65536)
+def _identifier_terms_of(text: str) -> tuple[str, ...]:
+    """Cached per text: big specs repeat the same parameter and field descriptions
+    hundreds of times (Twilio: "The SID of the Account that created the resource")."""
+    return tuple(stem(w) for w in split_words(text) if w not in API_STOPWORDS)
+
+
+def fold(text: str) -> str:
+    """Lower-cased, compatibility-normalised, accents dropped (``Café`` -> ``cafe``)."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def folded_terms(text: str) -> list[str]:
+    """The search terms of memory ``text`` in order: folded words, :data:`MEMORY_STOPWORDS`
+    dropped, stemmed."""
+    return [stem(word) for word in _WORD.findall(fold(text)) if word not in MEMORY_STOPWORDS]
+
+
+def phrases(words: list[str]) -> list[str]:
+    """Adjacent pairs of terms, ``["public", "holiday"]`` -> ``["public_holiday"]``.
+
+    Indexed beside the single terms so that word order counts a little: "next public
+    holidays" matches ``NextPublicHolidays`` better than ``PublicHolidaysNext`` would
+    (the sequential-dependence idea of Metzler & Croft, 2005, reduced to bigrams).
+    """
+    return [f"{a}_{b}" for a, b in zip(words, words[1:])]
