@@ -24,7 +24,7 @@ from conftest import MakeToken
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from memory_bank.capabilities.execute import Executor
+from memory_bank.capabilities.execute.dispatch import Executor
 from memory_bank.store.audit_table import AuditEventRow
 from mcp_live import LiveServer, live_server, post_rpc
 

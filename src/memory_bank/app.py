@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse, RedirectResponse
 
 from memory_bank import __version__
-from memory_bank.capabilities.execute import Executor
+from memory_bank.capabilities.execute.dispatch import Executor
 from memory_bank.capabilities.registry import CapabilityRegistry
 from memory_bank.docs import install_docs
 from memory_bank.generated.catalog import CAPABILITIES

@@ -20,7 +20,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from memory_bank.app import create_app
-from memory_bank.capabilities.execute import Caller
+from memory_bank.capabilities.execute.dispatch import Caller
 from memory_bank.mcp.envelope import classify
 from memory_bank.mcp.server import build_server
 from memory_bank.settings import Profile, Settings

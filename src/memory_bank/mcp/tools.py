@@ -25,7 +25,7 @@ from typing import Any
 import mcp_types as types
 from jsonschema import Draft202012Validator
 
-from memory_bank.capabilities.execute import Call, Caller, Executor, Outcome, Refusal, decode_groups, schema_failures
+from memory_bank.capabilities.execute.dispatch import Call, Caller, Executor, Outcome, Refusal, decode_groups, schema_failures
 from memory_bank.capabilities.registry import CapabilityRegistry
 from memory_bank.errors import ApiError, ErrorCode
 from memory_bank.problems import validation_error

@@ -25,7 +25,7 @@ import httpx
 from jsonschema import Draft202012Validator, ValidationError
 from starlette.types import ASGIApp
 
-from memory_bank.capabilities.argument_hints import object_example, where_it_belongs
+from memory_bank.capabilities.execute.argument_hints import object_example, where_it_belongs
 from memory_bank.capabilities.registry import CapabilityRegistry
 from memory_bank.errors import ApiError, ErrorCode, FieldError
 from memory_bank.generated.spec import SPEC

@@ -1,0 +1,1 @@
+"""Execute a capability: check its arguments against the advertised schema, then run it as a REST call in process."""
