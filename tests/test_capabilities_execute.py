@@ -10,7 +10,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from memory_bank.capabilities.execute.dispatch import decode_groups, is_wrapped, schema_failures
+from memory_bank.capabilities.execute.outcome import is_wrapped
+from memory_bank.capabilities.execute.validation import decode_groups, schema_failures
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.problems import json_pointer, validation_error
 

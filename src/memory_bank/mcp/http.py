@@ -34,7 +34,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from memory_bank.capabilities.execute.dispatch import Caller
+from memory_bank.capabilities.execute.outcome import Caller
 from memory_bank.errors import ApiError, ErrorCode
 from memory_bank.mcp.envelope import EnvelopeError, check_envelope
 from memory_bank.mcp.origins import AllowedOrigins

@@ -16,7 +16,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from memory_bank import __version__
-from memory_bank.capabilities.execute.dispatch import Caller
+from memory_bank.capabilities.execute.outcome import Caller
 from memory_bank.mcp.metering import Metering
 from memory_bank.mcp.tools import Toolbox, UnknownTool
 from memory_bank.observability.metrics import MCP_OPERATION, name_operation

@@ -4,13 +4,16 @@ A pure ASGI middleware (no ``BaseHTTPMiddleware``: it would buffer the JSONL exp
 stream). It reads what the inner layers leave on the scope once the call is done:
 the matched route and its operationId (``scope["route"]``), the request id, the
 principal and any operation name an endpoint gave itself (``scope["state"]``). The failure code is taken from the problem+json body
-itself, so the audit shows exactly the ``code`` the client saw.
+itself, so the audit shows exactly the ``code`` the client saw. A call the app
+dispatches to itself (an MCP tool call) is audited once, as the tool call, by its
+dispatcher; here it only counts in the metrics.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from contextlib import nullcontext
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -18,7 +21,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from memory_bank.errors import ErrorCode
 from memory_bank.observability.metrics import OPERATION_STATE_KEY, Metrics
 from memory_bank.problems import PROBLEM_JSON, STATUS_CODES
-from memory_bank.security.audit import AuditEvent, AuditLog, attributing
+from memory_bank.runtime import in_process_call
+from memory_bank.security.audit import Attribution, AuditEvent, AuditLog, attributing
 from memory_bank.security.principal import Principal
 from memory_bank.store.columns import utcnow
 
@@ -81,7 +85,9 @@ class CallObserver:
             response.see(message)
             await send(message)
 
-        with attributing() as attribution:
+        # In process, the dispatcher's own attribution collects the agent, for its event.
+        audited = in_process_call(scope) is None
+        with attributing() if audited else nullcontext(Attribution()) as attribution:
             try:
                 await self.app(scope, receive, observed_send)
             finally:
@@ -91,7 +97,7 @@ class CallObserver:
                 named: str | None = scope.get("state", {}).get(OPERATION_STATE_KEY)
                 operation = named or operation_id or str(getattr(route, "path", "unmatched"))
                 self._metrics.observe_request(operation, response.status, seconds)
-                if operation_id:
+                if operation_id and audited:
                     state: dict[str, Any] = scope.get("state", {})
                     principal: Principal | None = state.get("principal")
                     self._audit.record(

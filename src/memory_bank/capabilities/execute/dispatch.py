@@ -1,16 +1,18 @@
-"""Execute a capability: check the arguments, then call the app itself, in process.
+"""Run a tool call as a REST call: an ASGI request into the same app, in process.
 
-An MCP call must be a REST call, not a second implementation: after the arguments
+An MCP call must be a REST call, not a second implementation: once its arguments
 pass the capability's advertised ``inputSchema`` they become an HTTP request that is
-dispatched into the same ASGI app (``httpx.ASGITransport``, no socket) with the
-caller's own bearer token. Authentication, permissions, rate limits, audit,
-validation, handlers and error mapping are therefore exactly the REST ones, and a
-failure comes back as the same problem document, whose ``code`` the tool result
-carries.
+handed to the app's own ASGI callable (no socket, no HTTP client). Permissions, rate
+limits, validation, handlers and error mapping are therefore exactly the REST ones,
+and a failure comes back as the same problem document, whose ``code`` the tool
+result carries.
 
-The schema check here is not a second validator of record: it exists so a failure
-names the argument as the agent sent it (``/body/tags/3``), with the JSON Schema
-keyword it broke and the type it got, before anything is dispatched.
+What the MCP transport already did is not done twice. The scope carries an
+``InProcessCall``: the principal the transport verified for this call (the route
+takes it instead of verifying the token again; a scope key cannot be sent by a
+client, unlike a header), and the handler's reply comes back on it as an object, so
+a result is never serialised, parsed and serialised again. The route's own audit
+event is skipped for such a request: the tool call is audited once, by ``Toolbox``.
 """
 
 from __future__ import annotations
@@ -19,118 +21,24 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlencode
 
-import httpx
-from jsonschema import Draft202012Validator, ValidationError
-from starlette.types import ASGIApp
+import anyio
+from jsonschema import Draft202012Validator
+from starlette.types import ASGIApp, Message
 
-from memory_bank.capabilities.execute.argument_hints import object_example, where_it_belongs
+from memory_bank.capabilities.execute.outcome import Caller, Outcome, reply_outcome, response_outcome
+from memory_bank.capabilities.execute.validation import decode_groups, schema_failures
 from memory_bank.capabilities.registry import CapabilityRegistry
-from memory_bank.errors import ApiError, ErrorCode, FieldError
+from memory_bank.errors import ApiError, ErrorCode
 from memory_bank.generated.spec import SPEC
-from memory_bank.problems import STATUS_CODES, json_pointer, validation_error
-from memory_bank.runtime import Principal
+from memory_bank.problems import validation_error
+from memory_bank.runtime import IN_PROCESS, InProcessCall
 
-__all__ = [
-    "Call",
-    "Caller",
-    "Executor",
-    "Outcome",
-    "Refusal",
-    "decode_groups",
-    "is_wrapped",
-    "problem_for_agent",
-    "schema_failures",
-]
+__all__ = ["Call", "Executor", "Refusal"]
 
-Capability = Mapping[str, Any]
-
-#: Argument groups as the catalog's inputSchema lays them out.
-GROUPS = ("path", "query", "header", "body")
-
-#: Where in-process requests are addressed; never resolved, never leaves the process.
-INTERNAL_BASE_URL = "http://memory-bank.internal"
-
-#: How a broken keyword reads in a message; ``{}`` is the schema's bound.
-_PHRASES: dict[str, str] = {
-    "type": "must be of type {}",
-    "enum": "must be one of {}",
-    "const": "must be {}",
-    "pattern": "must match the pattern {}",
-    "minLength": "must be at least {} characters",
-    "maxLength": "must be at most {} characters",
-    "minItems": "must have at least {} items",
-    "maxItems": "must have at most {} items",
-    "minProperties": "must have at least {} fields",
-    "maxProperties": "must have at most {} fields",
-    "minimum": "must be >= {}",
-    "maximum": "must be <= {}",
-    "exclusiveMinimum": "must be > {}",
-    "exclusiveMaximum": "must be < {}",
-    "multipleOf": "must be a multiple of {}",
-    "uniqueItems": "must not repeat items",
-}
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who a tool call acts for.
-
-    ``token`` is forwarded into the app so the REST layer authenticates the call
-    itself (a token revoked mid-session stops working at once); ``principal`` is what
-    that token resolved to when the MCP request arrived, used only to decide which
-    tools to show.
-    """
-
-    token: str
-    principal: Principal
-    request_id: str | None = None
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """A tool call's result, independent of the MCP transport that renders it.
-
-    On success ``structured`` is the operation's JSON object and ``text`` its copy for
-    clients that read only text. A failure carries its problem document as ``text``
-    alone: a tool's ``outputSchema`` describes its result, not a problem, and clients
-    that check structured content against it (the TypeScript SDK, the Inspector)
-    reject a result whose structured content does not match, so the agent would
-    never see why its call failed. ``error_code`` is the problem's ``code``.
-    """
-
-    structured: dict[str, Any] | None
-    text: str
-    error_code: str | None = None
-
-    @property
-    def is_error(self) -> bool:
-        return self.error_code is not None
-
-    @classmethod
-    def failure(cls, error: ApiError) -> Outcome:
-        return cls.of_problem(problem_for_agent(error))
-
-    @classmethod
-    def of_problem(cls, problem: dict[str, Any]) -> Outcome:
-        return cls(None, json.dumps(problem, ensure_ascii=False), error_code=str(problem.get("code")))
-
-
-def with_retry_hint(problem: dict[str, Any], retry_after: str | None) -> dict[str, Any]:
-    """The problem with ``retry_after_seconds`` when a ``Retry-After`` (in seconds) came with it.
-
-    An MCP result has no headers, so the wait a REST client reads from the header
-    (a spent budget, a limiter that is down) travels in the problem itself.
-    """
-    if retry_after is None or not retry_after.isdigit():
-        return problem
-    return {**problem, "retry_after_seconds": int(retry_after)}
-
-
-def problem_for_agent(error: ApiError) -> dict[str, Any]:
-    """``error`` as an MCP client receives it: its problem document, with its retry hint."""
-    return with_retry_hint(error.problem(), error.headers.get("Retry-After"))
+#: The Host of in-process requests; never resolved, never leaves the process.
+INTERNAL_HOST = "memory-bank.internal"
 
 
 @dataclass(frozen=True)
@@ -156,104 +64,6 @@ class Refusal:
     metered: bool = True
 
 
-def _json_type(value: Any) -> str:
-    """The JSON type of ``value`` with its size where a size bound could be the issue."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return f"string of {len(value)} characters"
-    if isinstance(value, list):
-        return f"array of {len(value)} items"
-    return f"object with {len(value)} fields"
-
-
-def _field_errors(error: ValidationError, root: Mapping[str, Any]) -> list[FieldError]:
-    """One jsonschema error as pointers to the arguments at fault, with the fix where the schema shows it.
-
-    ``required`` and ``additionalProperties`` fail on the parent object; they are
-    reported at the missing or unexpected member, as REST reports them. An unknown
-    member says where that name belongs; a bare value where an object goes says what
-    the object holds (``argument_hints``).
-    """
-    where, rule, value = list(error.absolute_path), str(error.validator), error.instance
-    if rule == "required" and isinstance(value, dict) and isinstance(error.validator_value, list):
-        missing = [name for name in error.validator_value if name not in value]
-        return [FieldError(json_pointer([*where, name]), rule, "is required but missing") for name in missing]
-    schema = error.schema if isinstance(error.schema, Mapping) else {}
-    if rule == "additionalProperties" and isinstance(value, dict) and "patternProperties" not in schema:
-        known = list(schema.get("properties") or {})
-        return [
-            FieldError(
-                json_pointer([*where, name]),
-                rule,
-                f"is not a known argument (got {_json_type(value[name])}){where_it_belongs(root, name, value[name], where, known)}",
-            )
-            for name in value
-            if name not in known
-        ]
-    phrase = _PHRASES.get(rule, "fails " + rule).format(json.dumps(error.validator_value))
-    example = object_example(schema, root, value) if rule == "type" and error.validator_value == "object" else ""
-    hint = f", e.g. {example}" if example else ""
-    return [FieldError(json_pointer(where), rule, f"{phrase}{hint}; got {_json_type(value)}")]
-
-
-def _pointer_order(failure: FieldError) -> list[tuple[int, int | str]]:
-    """Sort key: pointer segments in order, array indexes numerically (``/tags/2`` before ``/tags/10``)."""
-    return [(0, int(part)) if part.isdigit() else (1, part) for part in failure.field.split("/")]
-
-
-def schema_failures(validator: Draft202012Validator, instance: Any) -> list[FieldError]:
-    """Every way ``instance`` breaks the schema, ordered by pointer, each reported once."""
-    found: dict[tuple[str, str], FieldError] = {}
-    root = validator.schema if isinstance(validator.schema, Mapping) else {}
-    for error in validator.iter_errors(instance):
-        for failure in _field_errors(error, root):
-            found.setdefault((failure.field, failure.rule), failure)
-    return sorted(found.values(), key=_pointer_order)
-
-
-def is_wrapped(output_schema: Mapping[str, Any] | None) -> bool:
-    """Whether the catalog wrapped a non-object result as ``{"result": ...}``.
-
-    MCP's structured content is an object, so the catalog builder puts any other
-    result type under ``result``; this recognises exactly that shape (an object with
-    the single required ``result`` whose own type is not object).
-    """
-    if not output_schema or set(output_schema) - {"type", "properties", "required", "$defs"}:
-        return False
-    properties = output_schema.get("properties") or {}
-    return (
-        output_schema.get("type") == "object"
-        and list(properties) == ["result"]
-        and output_schema.get("required") == ["result"]
-        and properties["result"].get("type") != "object"
-    )
-
-
-def decode_groups(arguments: Mapping[str, Any], input_schema: Mapping[str, Any]) -> dict[str, Any]:
-    """Parse groups sent as JSON text (``"body": "{\\"content\\": ...}"``), as many clients do.
-
-    Only where the schema wants something other than a string, and only when the
-    text parses; anything else is left for the schema check to name.
-    """
-    decoded = dict(arguments)
-    properties = input_schema.get("properties") or {}
-    for group in GROUPS:
-        value = decoded.get(group)
-        if isinstance(value, str) and (properties.get(group) or {}).get("type") != "string":
-            try:
-                decoded[group] = json.loads(value)
-            except ValueError:
-                pass
-    return decoded
-
-
 def _text(value: Any) -> str:
     """A path, query or header value as it goes on the wire (JSON spelling for non-strings)."""
     return value if isinstance(value, str) else json.dumps(value)
@@ -268,16 +78,22 @@ def _route_of(operation_id: str) -> tuple[str, str]:
     raise LookupError(f"{operation_id} is not in the spec")
 
 
+@dataclass
+class _Response:
+    """What the app sent back: status, headers and body."""
+
+    status: int | None = None
+    headers: dict[str, str] | None = None
+    body: bytearray | None = None
+
+
 class Executor:
     """Runs the two meta-tools' calls (and direct tools) against one app."""
 
     def __init__(self, registry: CapabilityRegistry, app: ASGIApp) -> None:
         self._registry = registry
+        self._app = app
         self._validators = {c["name"]: Draft202012Validator(dict(c["inputSchema"])) for c in registry}
-        # raise_app_exceptions=False: an unexpected failure must come back as the
-        # app's own 500 problem document, not as an exception with a stack trace.
-        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-        self._client = httpx.AsyncClient(transport=transport, base_url=INTERNAL_BASE_URL)
         self._search_route = _route_of("searchCapabilities")
 
     def prepare(self, name: str, arguments: Mapping[str, Any], caller: Caller) -> Call | Refusal:
@@ -305,48 +121,71 @@ class Executor:
         return Call(method, path, {"query": query})
 
     async def run(self, call: Call, caller: Caller) -> Outcome:
-        """Send ``call`` into the app as ``caller``; the REST route authenticates, charges and audits it."""
-        return await self._dispatch((call.method, call.path), call.arguments, call.output_schema, caller)
+        """Send ``call`` into the app as ``caller``; the REST route charges it."""
+        in_process = InProcessCall(caller.principal if caller.verified_for_call else None)
+        response = await self._send(call, caller, in_process)
+        if in_process.reply is not None and response.status is not None and response.status < 400:
+            return reply_outcome(in_process.reply, call.output_schema)
+        return response_outcome(response.status or 500, response.headers or {}, bytes(response.body or b""), call.output_schema)
 
-    async def _dispatch(
-        self,
-        route: tuple[str, str],
-        arguments: Mapping[str, Any],
-        output_schema: Mapping[str, Any] | None,
-        caller: Caller,
-    ) -> Outcome:
-        method, path = route
+    async def _send(self, call: Call, caller: Caller, in_process: InProcessCall) -> _Response:
+        """The ASGI request ``call`` becomes, answered by the app; an exception the app lets out is a 500."""
+        arguments = call.arguments
+        raw_path = call.path
         for name, value in (arguments.get("path") or {}).items():
-            path = path.replace("{" + name + "}", quote(_text(value), safe=""))
-        params: list[tuple[str, str | int | float | bool | None]] = []
+            raw_path = raw_path.replace("{" + name + "}", quote(_text(value), safe=""))
+        params: list[tuple[str, str]] = []
         for name, value in (arguments.get("query") or {}).items():
             values: Sequence[Any] = value if isinstance(value, list) else [value]
             params += [(name, _text(v)) for v in values if v is not None]
-        headers = {name: _text(value) for name, value in (arguments.get("header") or {}).items()}
-        headers["Authorization"] = f"Bearer {caller.token}"
+        headers = [(b"host", INTERNAL_HOST.encode())]
+        for name, value in (arguments.get("header") or {}).items():
+            headers.append((name.lower().encode("latin-1"), _text(value).encode("latin-1")))
+        if not caller.verified_for_call:
+            headers.append((b"authorization", f"Bearer {caller.token}".encode("latin-1")))
         if caller.request_id:
-            headers["X-Request-ID"] = caller.request_id
-        response = await self._client.request(
-            method,
-            path,
-            params=params,
-            headers=headers,
-            json=arguments["body"] if "body" in arguments else None,
-        )
-        return _outcome(response, output_schema)
+            headers.append((b"x-request-id", caller.request_id.encode("latin-1")))
+        body = b""
+        if arguments.get("body") is not None:
+            body = json.dumps(arguments["body"], ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+            headers += [(b"content-length", str(len(body)).encode()), (b"content-type", b"application/json")]
+        scope: dict[str, Any] = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": call.method,
+            "headers": headers,
+            "scheme": "http",
+            "path": unquote(raw_path),
+            "raw_path": raw_path.encode(),
+            "query_string": urlencode(params, quote_via=quote).encode(),
+            "server": (INTERNAL_HOST, 80),
+            "client": ("127.0.0.1", 123),
+            "root_path": "",
+            IN_PROCESS: in_process,
+        }
+        pending = [{"type": "http.request", "body": body, "more_body": False}]
+        response = _Response()
+        answered = anyio.Event()
 
+        async def receive() -> Message:
+            if pending:
+                return pending.pop()
+            await answered.wait()  # the client stays connected until the whole answer is in
+            return {"type": "http.disconnect"}
 
-def _outcome(response: httpx.Response, output_schema: Mapping[str, Any] | None) -> Outcome:
-    """The REST response as a tool result: its JSON on success, its problem's code on failure."""
-    is_json = response.headers.get("content-type", "").split(";")[0].strip().endswith("json")
-    body = response.json() if is_json and response.content else None
-    if response.is_error:
-        if isinstance(body, dict) and body.get("code") in ErrorCode.__members__:
-            return Outcome.of_problem(with_retry_hint(body, response.headers.get("retry-after")))
-        fallback = STATUS_CODES.get(response.status_code, ErrorCode.backend_error)
-        return Outcome.failure(ApiError(fallback, f"the operation failed with HTTP {response.status_code}"))
-    if not is_json:
-        return Outcome(None, response.text or f"Done (HTTP {response.status_code}, no content).")
-    structured = {"result": body} if is_wrapped(output_schema) else body
-    text = json.dumps(body, ensure_ascii=False)
-    return Outcome(structured if isinstance(structured, dict) else None, text)
+        async def send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                response.status = message["status"]
+                response.headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in message.get("headers", [])}
+                response.body = bytearray()
+            elif message["type"] == "http.response.body" and response.body is not None:
+                response.body.extend(message.get("body", b""))
+                if not message.get("more_body", False):
+                    answered.set()
+
+        try:
+            await self._app(scope, receive, send)
+        except Exception:  # the app's own 500 problem was sent first, if it got that far; else a bare 500
+            pass
+        return response
