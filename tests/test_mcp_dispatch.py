@@ -163,3 +163,43 @@ def test_an_outside_request_cannot_bring_a_principal(server: LiveServer) -> None
         seen = http.get("/v1/memory/search", params={"q": "secret"}, headers={**FORGED, "Authorization": f"Bearer {stranger}"})
         assert seen.status_code == 200 and seen.json()["results"] == []
     assert audit_rows(server.app, stranger_org, 1) == [("getMemorySearch", True, None, "agent-1")]
+
+
+TOOL_CALLS = [
+    {"name": "execute_capability", "arguments": {"name": "getMemorySearch", "query": {"q": "café"}}},
+    {"name": "execute_capability", "arguments": {"name": "getMemory", "path": {"memory_id": "V1StGXR8_Z5jdHi6B-myT"}}},
+    {"name": "execute_capability", "arguments": {"name": "getMemory", "path": {"memory_id": 7}}},
+    {"name": "execute_capability", "arguments": {"name": "noSuchCapability"}},
+    {"name": "search_capabilities", "arguments": {"query": "save a memory", "limit": 2}},
+    {"name": "launchRocket", "arguments": {}},
+    {"name": "execute_capability", "arguments": "not an object"},
+    {"arguments": {}},
+]
+
+
+@pytest.mark.parametrize("version", [None, "2025-06-18", "2025-03-26"])
+def test_a_tool_call_answered_in_its_own_task_is_byte_for_byte_the_sdk_answer(
+    app: FastAPI, make_token: MakeToken, monkeypatch: pytest.MonkeyPatch, version: str | None
+) -> None:
+    """``exchange`` skips the SDK's per-request session; what the client receives stays exactly what the SDK sends."""
+    import memory_bank.mcp.http as mcp_http
+
+    token = make_token("org-exchange", "ann")
+    headers = {**MCP_HEADERS, "Authorization": f"Bearer {token}", **({"MCP-Protocol-Version": version} if version else {})}
+
+    def answers(client: TestClient) -> list[tuple[int, str | None, bytes]]:
+        seen = []
+        for n, params in enumerate(TOOL_CALLS):
+            message = {"jsonrpc": "2.0", "id": n if n % 2 else f"call-{n}", "method": "tools/call", "params": params}
+            response = client.post("/mcp", json=message, headers={**headers, "X-Request-ID": f"exchange-{n}"})
+            seen.append((response.status_code, response.headers.get("content-type"), response.content))
+        return seen
+
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        saved = client.post("/v1/memory", json={"content": "café notes"}, headers={"Authorization": f"Bearer {token}"})
+        assert saved.status_code == 201
+        here = answers(client)
+        with monkeypatch.context() as patched:
+            patched.setattr(mcp_http, "answered_here", lambda message, request: None)
+            by_the_sdk = answers(client)
+    assert here == by_the_sdk

@@ -37,6 +37,7 @@ from starlette.types import Message, Receive, Scope, Send
 from memory_bank.capabilities.execute.outcome import Caller
 from memory_bank.errors import ApiError, ErrorCode
 from memory_bank.mcp.envelope import EnvelopeError, check_envelope
+from memory_bank.mcp.exchange import answer, answered_here
 from memory_bank.mcp.origins import AllowedOrigins
 from memory_bank.mcp.server import build_server
 from memory_bank.mcp.tools import Toolbox
@@ -103,13 +104,14 @@ class McpHttp:
         self._public_url = public_url.rstrip("/")
         self._origins = AllowedOrigins(public_url, allow_loopback=allow_loopback)
         self._manager: StreamableHTTPSessionManager | None = None
+        self._lifespan_state: Any = None
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """Serve ``/mcp`` for as long as this is entered (the app's lifespan)."""
         manager = StreamableHTTPSessionManager(app=self._server, stateless=True, json_response=True)
-        async with manager.run():
-            self._manager = manager
+        async with manager.run(), self._server.lifespan(self._server) as lifespan_state:
+            self._manager, self._lifespan_state = manager, lifespan_state
             try:
                 yield
             finally:
@@ -144,7 +146,7 @@ class McpHttp:
             caller = await self._authenticate(request)
             _check_media_types(request)
             body = await read_capped(request, MAX_BODY_BYTES, _too_large)
-            check_envelope(body)
+            message = check_envelope(body)
             if self._manager is None:
                 raise ApiError(ErrorCode.backend_unavailable, "the MCP transport is not running")
         except ApiError as error:
@@ -154,6 +156,11 @@ class McpHttp:
             await error.response()(scope, receive, send)
             return
         scope["state"][_CALLER] = caller
+        tool_call = answered_here(message, request)
+        if tool_call is not None:  # the hot path, without the SDK's per-request session (``exchange``)
+            response = await answer(self._server, self._lifespan_state, tool_call, request)
+            await response(scope, receive, send)
+            return
         await self._manager.handle_request(scope, _replaying(body, receive), send)
 
     def _check_addressed(self, request: Request) -> None:
