@@ -203,3 +203,25 @@ def test_a_tool_call_answered_in_its_own_task_is_byte_for_byte_the_sdk_answer(
             patched.setattr(mcp_http, "answered_here", lambda message, request: None)
             by_the_sdk = answers(client)
     assert here == by_the_sdk
+
+
+async def test_a_modern_tool_call_is_charged_once(server: LiveServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over the 2026-07-28 protocol (the SDK client's default) too: the SDK checks the call's headers against
+    the tool's schema without running (and charging) a tools/list first."""
+    limiter = server.app.state.mcp_toolbox._limiter
+    admit = limiter.admit
+    charged: list[str] = []
+
+    async def counting(org_id: str) -> None:
+        charged.append(org_id)
+        await admit(org_id)
+
+    monkeypatch.setattr(limiter, "admit", counting)
+    arguments = {"name": "getMemorySearch", "query": {"q": "x"}}
+    async with server.client(server.token()) as client:
+        assert client.protocol_version == "2026-07-28"
+        await client.call_tool("execute_capability", arguments)  # the client lists the tools once, for their output schemas
+        for _ in range(3):
+            before = len(charged)
+            assert not (await client.call_tool("execute_capability", arguments)).is_error
+            assert len(charged) - before == 1

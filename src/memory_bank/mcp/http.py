@@ -14,7 +14,9 @@ Bearer resource_metadata=...`` pointing at the RFC 9728 document served next to 
 the media types are JSON, the body fits, and it is one JSON-RPC message
 (``envelope``). Refusals before the body is read are HTTP matters and answer
 problem+json like the REST API; a body that is not a JSON-RPC message gets a JSON-RPC
-error, as the protocol defines.
+error, as the protocol defines. The token is verified here once per request; a tool
+call carries that principal into its in-process REST request (``Caller``) and is
+answered in this task (``exchange``); anything else goes to the SDK's transport.
 """
 
 from __future__ import annotations

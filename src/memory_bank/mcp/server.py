@@ -60,6 +60,7 @@ def build_server(toolbox: Toolbox, caller_of: CallerOf) -> Server[Any]:
         version=__version__,
         title="Memory Bank",
         instructions=INSTRUCTIONS,
+        get_tool_input_schema=toolbox.input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )

@@ -145,6 +145,18 @@ class Toolbox:
             tools += [_direct_tool(c) for c in self._registry.allowed(caller.principal.allows)]
         return tools
 
+    def input_schema(self, name: str) -> Mapping[str, Any] | None:
+        """The input schema of tool ``name`` in this mode, whoever asks; None for a name it does not list.
+
+        The SDK checks a 2026-07-28 call's ``Mcp-Param-*`` headers against it; without
+        it the SDK runs a whole ``tools/list`` per call to find it, which the metering
+        middleware would also charge.
+        """
+        if self._meta and name in self._meta_schemas:
+            return self._meta_schemas[name]
+        capability = self._registry.get(name) if self._direct else None
+        return capability["inputSchema"] if capability is not None else None
+
     async def admit(self, caller: Caller) -> None:
         """Charge one request of ``caller`` to its org; ``ApiError`` (``rate_limited``...) refuses it."""
         await self._limiter.admit(caller.principal.org_id)
