@@ -70,7 +70,9 @@ def serve_fastmcp(port: int, token: str) -> None:
         async with app.router.lifespan_context(app), mcp_app.router.lifespan_context(mcp_app):
             yield
 
-    uvicorn.run(Starlette(routes=[Mount("/", mcp_app)], lifespan=lifespan), host="127.0.0.1", port=port, log_level="warning")
+    # log_config=None as memory-bank serve does: the app logs (its access lines included) as it does there.
+    app_with_bridge = Starlette(routes=[Mount("/", mcp_app)], lifespan=lifespan)
+    uvicorn.run(app_with_bridge, host="127.0.0.1", port=port, log_config=None)
 
 
 @contextmanager
