@@ -112,6 +112,7 @@ class McpHttp:
     async def running(self) -> AsyncIterator[None]:
         """Serve ``/mcp`` for as long as this is entered (the app's lifespan)."""
         manager = StreamableHTTPSessionManager(app=self._server, stateless=True, json_response=True)
+        # The manager keeps the server's lifespan state to itself; ``exchange`` needs its own.
         async with manager.run(), self._server.lifespan(self._server) as lifespan_state:
             self._manager, self._lifespan_state = manager, lifespan_state
             try:
