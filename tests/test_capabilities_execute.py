@@ -11,9 +11,11 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from memory_bank.api.problems import validation_error
-from memory_bank.capabilities.execute import decode_groups, is_wrapped, schema_failures
+from memory_bank.capabilities.execute.outcome import is_wrapped, response_outcome
+from memory_bank.capabilities.execute.validation import decode_groups, schema_failures
 from memory_bank.errors import json_pointer
 from memory_bank.generated.catalog import CAPABILITIES
+from memory_bank.generated.spec import SPEC
 
 CATALOG = {c["name"]: c for c in CAPABILITIES}
 POST = CATALOG["postMemory"]["inputSchema"]
@@ -149,3 +151,28 @@ def test_a_wrapper_around_the_groups_is_told_to_drop_it() -> None:
         ("/arguments", "additionalProperties", "is not a known argument (got object with 1 fields); did you mean /body, without the wrapper?"),
         ("/body", "required", "is required but missing"),
     ]
+
+
+def test_json_lines_are_not_taken_for_one_json_value() -> None:
+    """``application/x-ndjson`` is text (one JSON value per line), so a JSON-lines reply is handed over as it came."""
+    lines = b'{"id": "a", "content": "one"}\n{"id": "b", "content": "two"}\n'
+    outcome = response_outcome(200, {"content-type": "application/x-ndjson"}, lines, None)
+    assert (outcome.structured, outcome.text, outcome.is_error) == (None, lines.decode(), False)
+    problem = b'{"type": "about:blank", "title": "Not Found", "status": 404, "detail": "x", "code": "not_found"}'
+    assert response_outcome(404, {"content-type": "application/problem+json"}, problem, None).error_code == "not_found"
+
+
+def test_the_json_lines_operations_are_not_capabilities() -> None:
+    """Export and import speak JSON lines and are advertised with ``expose: false``: the execute path never sends
+    or receives a JSON-lines body (a tool argument is JSON, and a 32 MiB import is not a tool call)."""
+    names = {capability["name"] for capability in CAPABILITIES}
+    assert {"exportMemories", "importMemories"}.isdisjoint(names)
+    media_types = {
+        media
+        for item in SPEC["paths"].values()
+        for operation in item.values()
+        if isinstance(operation, dict) and operation.get("operationId") in names
+        for part in [operation.get("requestBody", {}), *operation.get("responses", {}).values()]
+        for media in part.get("content", {})
+    }
+    assert "application/x-ndjson" not in media_types

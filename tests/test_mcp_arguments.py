@@ -24,7 +24,7 @@ from support.clients import MakeToken
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from memory_bank.capabilities.execute import Executor
+from memory_bank.capabilities.execute.dispatch import Executor
 from memory_bank.store.tables import AuditEventRow
 from support.mcp_live import LiveServer, live_server, post_rpc
 

@@ -20,7 +20,7 @@ from memory_bank.api.docs import install_docs
 from memory_bank.api.middleware import CallObserver, RequestIdMiddleware, UnexpectedErrorMiddleware
 from memory_bank.api.problems import install_problem_handlers
 from memory_bank.api.routes import service_routes
-from memory_bank.capabilities.execute import Executor
+from memory_bank.capabilities.execute.dispatch import Executor
 from memory_bank.capabilities.registry import CapabilityRegistry
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.generated.routes import build_router

@@ -8,6 +8,10 @@ place every REST and MCP call passes through, so each admitted call is charged
 exactly once. The permission is checked before the charge: a token refused for
 lack of a permission must not spend the budget its org's other tokens live on.
 The audit event is written around the call (``api.middleware.CallObserver``).
+
+A call the app dispatches to itself (an MCP tool call) may arrive with its principal
+already verified, on the ASGI scope (``api.bodies.InProcessCall``); that one is taken
+as is, so a tool call verifies its token once. Headers cannot carry it.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
+from memory_bank.api.bodies import in_process_call
 from memory_bank.errors import PermissionDenied, Unauthorized
 from memory_bank.security.principal import Principal
 from memory_bank.security.rate_limit import RateLimiter
@@ -41,6 +46,9 @@ def bearer_token(request: Request) -> str | None:
 
 def make_authorize(tokens: TokenStore, limiter: RateLimiter) -> Authorize:
     async def authenticate(request: Request) -> Principal:
+        call = in_process_call(request.scope)
+        if call is not None and call.principal is not None:
+            return call.principal  # verified by the MCP transport for this very call
         token = bearer_token(request)
         if token is None:
             raise Unauthorized("send Authorization: Bearer <token>")

@@ -18,9 +18,11 @@ import pydantic_core
 from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.types import Receive, Scope, Send
 
 from memory_bank.api.problems import validation_error
 from memory_bank.errors import DomainError, FieldError, InvalidInput, PayloadTooLarge, field_errors
+from memory_bank.security.principal import Principal
 
 #: Covariant: a ``Reply[Memory]`` is a ``Reply[object]``, which is all ``render_reply`` reads.
 T_co = TypeVar("T_co", covariant=True)
@@ -42,6 +44,46 @@ class Reply(Generic[T_co]):
     status_code: int | None = None
 
 
+#: The ASGI scope key of an ``InProcessCall``. A key of the scope, not a header or a
+#: cookie: an outside request's scope is built by the server from a fixed set of keys,
+#: so only code in this process that builds a scope itself can set it.
+IN_PROCESS = "memory_bank.in_process"
+
+
+@dataclass
+class InProcessCall:
+    """What an in-process dispatch (an MCP tool call) leaves on its request's scope.
+
+    ``principal`` is who the dispatcher already verified the token of for this call,
+    so the route does not verify it again (None: it checks the bearer header).
+    ``reply`` is filled in by the route with the handler's ``Reply``, so the caller
+    takes the object itself instead of parsing the JSON it was rendered to.
+    """
+
+    principal: Principal | None
+    reply: Reply[object] | None = None
+
+
+def in_process_call(scope: Scope) -> InProcessCall | None:
+    """The ``InProcessCall`` of a request the app dispatched to itself; None for every outside request."""
+    call = scope.get(IN_PROCESS)
+    return call if isinstance(call, InProcessCall) else None
+
+
+class _JsonReply(Response):
+    """A JSON reply: its bytes for the wire, and its ``Reply`` handed to an in-process caller."""
+
+    def __init__(self, reply: Reply[object], status_code: int) -> None:
+        super().__init__(pydantic_core.to_json(reply.body), status_code=status_code, media_type="application/json")
+        self._reply = reply
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        call = in_process_call(scope)
+        if call is not None:
+            call.reply = self._reply
+        await super().__call__(scope, receive, send)
+
+
 def render_reply(reply: Reply[object], *, statuses: tuple[int, ...], media_type: str | None) -> Response:
     """Turn a handler's ``Reply`` into the response the spec declares for it.
 
@@ -54,7 +96,7 @@ def render_reply(reply: Reply[object], *, statuses: tuple[int, ...], media_type:
     if media_type is None:
         return Response(status_code=status)
     if media_type == "application/json":
-        return Response(pydantic_core.to_json(reply.body), status_code=status, media_type=media_type)
+        return _JsonReply(reply, status)
     return StreamingResponse(reply.body, status_code=status, media_type=media_type)  # type: ignore[arg-type]
 
 

@@ -14,7 +14,7 @@ cannot take, leaving their sender waiting; ``classify`` names the same error for
 from __future__ import annotations
 
 import pydantic_core
-from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, jsonrpc_message_adapter
+from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, JSONRPCMessage, jsonrpc_message_adapter
 from pydantic import ValidationError
 from starlette.responses import Response
 
@@ -42,8 +42,8 @@ class EnvelopeError(Exception):
         return Response(self.reply().model_dump_json(by_alias=True, exclude_unset=True), 400, media_type="application/json")
 
 
-def check_envelope(body: bytes) -> None:
-    """Raise ``EnvelopeError`` unless ``body`` is exactly one JSON-RPC 2.0 message."""
+def check_envelope(body: bytes) -> JSONRPCMessage:
+    """The one JSON-RPC 2.0 message ``body`` is, else ``EnvelopeError``."""
     try:
         raw = pydantic_core.from_json(body)
     except ValueError:
@@ -51,9 +51,10 @@ def check_envelope(body: bytes) -> None:
     if isinstance(raw, list):
         raise EnvelopeError(INVALID_REQUEST, BATCH)
     try:
-        jsonrpc_message_adapter.validate_python(raw, by_name=False)
+        message: JSONRPCMessage = jsonrpc_message_adapter.validate_python(raw, by_name=False)
     except ValidationError:
         raise EnvelopeError(INVALID_REQUEST, NOT_A_MESSAGE) from None
+    return message
 
 
 def classify(failure: ValidationError) -> EnvelopeError:

@@ -14,7 +14,9 @@ Bearer resource_metadata=...`` pointing at the RFC 9728 document served next to 
 the media types are JSON, the body fits, and it is one JSON-RPC message
 (``envelope``). Refusals before the body is read are HTTP matters and answer
 problem+json like the REST API; a body that is not a JSON-RPC message gets a JSON-RPC
-error, as the protocol defines.
+error, as the protocol defines. The token is verified here once per request; a tool
+call carries that principal into its in-process REST request (``Caller``) and is
+answered in this task (``exchange``); anything else goes to the SDK's transport.
 """
 
 from __future__ import annotations
@@ -36,9 +38,10 @@ from starlette.types import Message, Receive, Scope, Send
 from memory_bank.api.auth import bearer_token
 from memory_bank.api.bodies import read_capped
 from memory_bank.api.problems import HttpRefusal, error_for_status, problem_response
-from memory_bank.capabilities.execute import Caller
+from memory_bank.capabilities.execute.outcome import Caller
 from memory_bank.errors import BackendUnavailable, DomainError, ErrorCode, PayloadTooLarge, PermissionDenied, Unauthorized
 from memory_bank.mcp.envelope import EnvelopeError, check_envelope
+from memory_bank.mcp.exchange import answer, answered_here
 from memory_bank.mcp.origins import AllowedOrigins
 from memory_bank.mcp.server import build_server
 from memory_bank.mcp.tools import Toolbox
@@ -91,13 +94,15 @@ class McpHttp:
         self._public_url = public_url.rstrip("/")
         self._origins = AllowedOrigins(public_url, allow_loopback=allow_loopback)
         self._manager: StreamableHTTPSessionManager | None = None
+        self._lifespan_state: Any = None
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """Serve ``/mcp`` for as long as this is entered (the app's lifespan)."""
         manager = StreamableHTTPSessionManager(app=self._server, stateless=True, json_response=True)
-        async with manager.run():
-            self._manager = manager
+        # The manager keeps the server's lifespan state to itself; ``exchange`` needs its own.
+        async with manager.run(), self._server.lifespan(self._server) as lifespan_state:
+            self._manager, self._lifespan_state = manager, lifespan_state
             try:
                 yield
             finally:
@@ -132,7 +137,7 @@ class McpHttp:
             caller = await self._authenticate(request)
             _check_media_types(request)
             body = await read_capped(request, MAX_BODY_BYTES, _too_large)
-            check_envelope(body)
+            message = check_envelope(body)
             if self._manager is None:
                 raise BackendUnavailable("the MCP transport is not running")
         except (DomainError, HttpRefusal) as error:
@@ -142,6 +147,11 @@ class McpHttp:
             await error.response()(scope, receive, send)
             return
         scope["state"][_CALLER] = caller
+        tool_call = answered_here(message, request)
+        if tool_call is not None:  # the hot path, without the SDK's per-request session (``exchange``)
+            response = await answer(self._server, self._lifespan_state, tool_call, request)
+            await response(scope, receive, send)
+            return
         await self._manager.handle_request(scope, _replaying(body, receive), send)
 
     def _check_addressed(self, request: Request) -> None:

@@ -19,7 +19,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from memory_bank.capabilities.execute import Caller, problem_for_agent
+from memory_bank.capabilities.execute.outcome import Caller, problem_for_agent
 from memory_bank.errors import DomainError
 
 #: JSON-RPC's implementation-defined server error: the request was refused, not broken.

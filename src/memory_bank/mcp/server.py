@@ -16,7 +16,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from memory_bank import __version__
-from memory_bank.capabilities.execute import Caller
+from memory_bank.capabilities.execute.outcome import Caller
 from memory_bank.mcp.metering import Metering
 from memory_bank.mcp.tools import Toolbox, UnknownTool
 from memory_bank.observability.metrics import MCP_OPERATION, name_operation
@@ -60,6 +60,7 @@ def build_server(toolbox: Toolbox, caller_of: CallerOf) -> Server[Any]:
         version=__version__,
         title="Memory Bank",
         instructions=INSTRUCTIONS,
+        get_tool_input_schema=toolbox.input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )

@@ -4,8 +4,9 @@ A spawned process has no HTTP request to carry a token, so it acts as the one to
 in ``MEMORY_BANK_TOKEN``, checked before anything is served. It is off unless
 ``MEMORY_BANK_MCP_ALLOW_STDIO=true`` and refused in production: a local process
 holding a long-lived token is a development convenience, not a deployment. Tool
-calls still go through the app's REST path in process, so they are authenticated,
-limited and audited as over HTTP.
+calls still go through the app's REST path in process, so they are limited and
+audited as over HTTP, and the token is verified on each call, so revoking it stops
+the process's calls at once.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from memory_bank.app import create_app
-from memory_bank.capabilities.execute import Caller
+from memory_bank.capabilities.execute.outcome import Caller
 from memory_bank.mcp.envelope import classify
 from memory_bank.mcp.server import build_server
 from memory_bank.settings import Profile, Settings
@@ -53,7 +54,8 @@ async def serve_stdio(settings: Settings) -> None:
     if principal is None:
         app.state.engine.dispose()
         raise StdioRefused("MEMORY_BANK_TOKEN is not a valid token (unknown or revoked)")
-    caller = Caller(token, principal)
+    # Verified once, at start: each tool call's REST request verifies the token again (revocation).
+    caller = Caller(token, principal, verified_for_call=False)
     server = build_server(app.state.mcp_toolbox, lambda ctx: caller)
     async with app.router.lifespan_context(app):
         async with stdio_server() as (read_stream, write_stream), answering_malformed(read_stream, write_stream) as messages:

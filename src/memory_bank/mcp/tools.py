@@ -10,7 +10,8 @@ REST call.
 Every call is charged once to the org's budget: one that reaches a REST route is
 charged there (after its permission check); one answered before that (bad
 arguments, an unknown name) is charged here, as is every other MCP request
-(``metering``). Every call is audited, whatever it ends in.
+(``metering``). Every call is audited once, here, whatever it ends in: the REST
+request it is dispatched as leaves the audit to it.
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ import mcp_types as types
 from jsonschema import Draft202012Validator
 
 from memory_bank.api.problems import validation_error
-from memory_bank.capabilities.execute import Call, Caller, Executor, Outcome, Refusal, decode_groups, schema_failures
+from memory_bank.capabilities.execute.dispatch import Call, Executor, Refusal
+from memory_bank.capabilities.execute.outcome import Caller, Outcome
+from memory_bank.capabilities.execute.validation import decode_groups, schema_failures
 from memory_bank.capabilities.registry import CapabilityRegistry
 from memory_bank.errors import BackendError, DomainError, ErrorCode
-from memory_bank.observability.audit import AuditEvent, AuditLog
+from memory_bank.observability.audit import AuditEvent, AuditLog, attributing
 from memory_bank.security.rate_limit import RateLimiter
 from memory_bank.settings import McpToolsMode
 
@@ -149,6 +152,18 @@ class Toolbox:
             tools += [_direct_tool(c) for c in self._registry.allowed(caller.principal.allows)]
         return tools
 
+    def input_schema(self, name: str) -> Mapping[str, Any] | None:
+        """The input schema of tool ``name`` in this mode, whoever asks; None for a name it does not list.
+
+        The SDK checks a 2026-07-28 call's ``Mcp-Param-*`` headers against it; without
+        it the SDK runs a whole ``tools/list`` per call to find it, which the metering
+        middleware would also charge.
+        """
+        if self._meta and name in self._meta_schemas:
+            return self._meta_schemas[name]
+        capability = self._registry.get(name) if self._direct else None
+        return capability["inputSchema"] if capability is not None else None
+
     async def admit(self, caller: Caller) -> None:
         """Charge one request of ``caller`` to its org; ``DomainError`` (``rate_limited``...) refuses it."""
         await self._limiter.admit(caller.principal.org_id)
@@ -156,30 +171,34 @@ class Toolbox:
     async def call(self, name: str, arguments: Mapping[str, Any], caller: Caller) -> Outcome:
         """Run tool ``name`` and audit it (DESIGN §6: one event per tool call, never its arguments).
 
-        The REST call it dispatches is audited too, under its operationId; this event also
-        covers calls that fail before dispatch (bad arguments, an unknown capability or
-        tool) and calls that fail unexpectedly, which reach the agent as ``backend_error``.
+        The one event covers every ending: a dispatched call (which the REST layer does
+        not audit again; the agent a write resolved to is taken from it), a call that
+        fails before dispatch (bad arguments, an unknown capability or tool) and one
+        that fails unexpectedly, which reaches the agent as ``backend_error``.
         """
         requested_at, start = datetime.now(UTC), time.perf_counter()
-        try:
-            outcome = await self._run(name, arguments, caller)
-        except UnknownTool:
-            self._record(name, caller, requested_at, start, ErrorCode.not_found)
-            raise
-        except Exception:
-            log.exception("tool %s failed unexpectedly", name)
-            outcome = Outcome.failure(BackendError("unexpected server error"))
-        self._record(name, caller, requested_at, start, outcome.error_code)
+        with attributing() as attribution:
+            try:
+                outcome = await self._run(name, arguments, caller)
+            except UnknownTool:
+                self._record(name, caller, attribution.agent_id, requested_at, start, ErrorCode.not_found)
+                raise
+            except Exception:
+                log.exception("tool %s failed unexpectedly", name)
+                outcome = Outcome.failure(BackendError("unexpected server error"))
+        self._record(name, caller, attribution.agent_id, requested_at, start, outcome.error_code)
         return outcome
 
-    def _record(self, name: str, caller: Caller, requested_at: datetime, start: float, error_code: str | None) -> None:
+    def _record(
+        self, name: str, caller: Caller, agent_id: str | None, requested_at: datetime, start: float, error_code: str | None
+    ) -> None:
         self._audit.record(
             AuditEvent(
                 request_id=caller.request_id,
                 org_id=caller.principal.org_id,
                 user_id=caller.principal.user_id,
                 token_id=caller.principal.token_id,
-                agent_id=caller.principal.agent_id,
+                agent_id=agent_id or caller.principal.agent_id,
                 tool_name=name[:MAX_TOOL_NAME],
                 latency_ms=(time.perf_counter() - start) * 1000,
                 success=error_code is None,

@@ -3,7 +3,9 @@
 ``api.middleware.CallObserver`` watches each call at the ASGI layer and hands what it
 saw here; what is counted and what an audit event holds are decided in this module.
 The failure code is the ``code`` of the problem document the client got, so the
-audit shows exactly what the client saw.
+audit shows exactly what the client saw. A call the app dispatches to itself (an MCP
+tool call) is audited once, as the tool call, by its dispatcher; here it only counts
+in the metrics.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class FinishedCall:
     requested_at: datetime
     state: Mapping[str, Any]
     agent_id: str | None
+    #: False for a call the app dispatched to itself: its dispatcher audits the tool call.
+    audited: bool = True
 
 
 class CallAccounting:
@@ -45,7 +49,7 @@ class CallAccounting:
 
     def finished(self, call: FinishedCall) -> None:
         self._metrics.observe_request(call.operation, call.status, call.seconds)
-        if not call.operation_id:
+        if not call.operation_id or not call.audited:
             return
         principal: Principal | None = call.state.get("principal")
         self._audit.record(

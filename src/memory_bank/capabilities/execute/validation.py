@@ -1,0 +1,122 @@
+"""Check a tool call's arguments against the capability's advertised ``inputSchema``.
+
+Not a second validator of record (the REST route validates again): it exists so a
+failure names the argument as the agent sent it (``/body/tags/3``), with the JSON
+Schema keyword it broke and the type it got, before anything is dispatched.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from jsonschema import Draft202012Validator, ValidationError
+
+from memory_bank.capabilities.execute.argument_hints import object_example, where_it_belongs
+from memory_bank.errors import FieldError, json_pointer
+
+__all__ = ["GROUPS", "decode_groups", "schema_failures"]
+
+#: Argument groups as the catalog's inputSchema lays them out.
+GROUPS = ("path", "query", "header", "body")
+
+#: How a broken keyword reads in a message; ``{}`` is the schema's bound.
+_PHRASES: dict[str, str] = {
+    "type": "must be of type {}",
+    "enum": "must be one of {}",
+    "const": "must be {}",
+    "pattern": "must match the pattern {}",
+    "minLength": "must be at least {} characters",
+    "maxLength": "must be at most {} characters",
+    "minItems": "must have at least {} items",
+    "maxItems": "must have at most {} items",
+    "minProperties": "must have at least {} fields",
+    "maxProperties": "must have at most {} fields",
+    "minimum": "must be >= {}",
+    "maximum": "must be <= {}",
+    "exclusiveMinimum": "must be > {}",
+    "exclusiveMaximum": "must be < {}",
+    "multipleOf": "must be a multiple of {}",
+    "uniqueItems": "must not repeat items",
+}
+
+
+def _json_type(value: Any) -> str:
+    """The JSON type of ``value`` with its size where a size bound could be the issue."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return f"string of {len(value)} characters"
+    if isinstance(value, list):
+        return f"array of {len(value)} items"
+    return f"object with {len(value)} fields"
+
+
+def _field_errors(error: ValidationError, root: Mapping[str, Any]) -> list[FieldError]:
+    """One jsonschema error as pointers to the arguments at fault, with the fix where the schema shows it.
+
+    ``required`` and ``additionalProperties`` fail on the parent object; they are
+    reported at the missing or unexpected member, as REST reports them. An unknown
+    member says where that name belongs; a bare value where an object goes says what
+    the object holds (``argument_hints``).
+    """
+    where, rule, value = list(error.absolute_path), str(error.validator), error.instance
+    if rule == "required" and isinstance(value, dict) and isinstance(error.validator_value, list):
+        missing = [name for name in error.validator_value if name not in value]
+        return [FieldError(json_pointer([*where, name]), rule, "is required but missing") for name in missing]
+    schema = error.schema if isinstance(error.schema, Mapping) else {}
+    if rule == "additionalProperties" and isinstance(value, dict) and "patternProperties" not in schema:
+        known = list(schema.get("properties") or {})
+        return [
+            FieldError(
+                json_pointer([*where, name]),
+                rule,
+                f"is not a known argument (got {_json_type(value[name])}){where_it_belongs(root, name, value[name], where, known)}",
+            )
+            for name in value
+            if name not in known
+        ]
+    phrase = _PHRASES.get(rule, "fails " + rule).format(json.dumps(error.validator_value))
+    example = object_example(schema, root, value) if rule == "type" and error.validator_value == "object" else ""
+    hint = f", e.g. {example}" if example else ""
+    return [FieldError(json_pointer(where), rule, f"{phrase}{hint}; got {_json_type(value)}")]
+
+
+def _pointer_order(failure: FieldError) -> list[tuple[int, int | str]]:
+    """Sort key: pointer segments in order, array indexes numerically (``/tags/2`` before ``/tags/10``)."""
+    return [(0, int(part)) if part.isdigit() else (1, part) for part in failure.field.split("/")]
+
+
+def schema_failures(validator: Draft202012Validator, instance: Any) -> list[FieldError]:
+    """Every way ``instance`` breaks the schema, ordered by pointer, each reported once."""
+    found: dict[tuple[str, str], FieldError] = {}
+    root = validator.schema if isinstance(validator.schema, Mapping) else {}
+    for error in validator.iter_errors(instance):
+        for failure in _field_errors(error, root):
+            found.setdefault((failure.field, failure.rule), failure)
+    return sorted(found.values(), key=_pointer_order)
+
+
+def decode_groups(arguments: Mapping[str, Any], input_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Parse groups sent as JSON text (``"body": "{\\"content\\": ...}"``), as many clients do.
+
+    Only where the schema wants something other than a string, and only when the
+    text parses; anything else is left for the schema check to name.
+    """
+    decoded = dict(arguments)
+    properties = input_schema.get("properties") or {}
+    for group in GROUPS:
+        value = decoded.get(group)
+        if isinstance(value, str) and (properties.get(group) or {}).get("type") != "string":
+            try:
+                decoded[group] = json.loads(value)
+            except ValueError:
+                pass
+    return decoded
