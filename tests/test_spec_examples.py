@@ -6,6 +6,7 @@ running an operation unchanged must do something sensible, never store ``"string
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -13,7 +14,9 @@ from fastapi.testclient import TestClient
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 
+from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.generated.spec import SPEC
+from memory_bank.settings import Settings
 
 METHODS = ("get", "put", "post", "delete", "patch")
 ALL_PERMISSIONS = ("memory:read", "memory:write")
@@ -118,3 +121,41 @@ def test_running_every_example_unchanged_is_accepted_by_the_server(make_client: 
     # example may then be 404, never refused.
     assert statuses["importMemories"] == 200
     assert statuses["putMemoryKeypath"] == 201 and statuses["getMemoryKeypath"] == 200
+
+
+def example_arguments(path: str, operation: dict[str, Any], params: list[dict[str, Any]]) -> dict[str, Any]:
+    """``execute_capability``'s arguments for the same unchanged example: its groups, named as the catalog names them."""
+    arguments: dict[str, Any] = {"name": operation["operationId"]}
+    for param in params:
+        if "example" in param:
+            arguments.setdefault(param["in"], {})[param["name"]] = param["example"]
+    json_body = request_bodies(operation).get("application/json")
+    if json_body is not None:
+        arguments["body"] = json_body["example"]
+    return arguments
+
+
+def test_every_exposed_operation_runs_its_example_through_execute_capability(
+    app: Any, settings: Settings, make_token: Any
+) -> None:
+    """The MCP door, operation by operation: what the catalog exposes runs, so a new operation is covered by its spec.
+
+    As over REST, a read of something the examples never made may be not_found or a conflict; no
+    example is refused as invalid, and none fails.
+    """
+    exposed = {capability["name"] for capability in CAPABILITIES if capability["policy"]["expose"]}
+    headers = {"Authorization": f"Bearer {make_token('acme', 'ann', ALL_PERMISSIONS)}", "Accept": "application/json, text/event-stream"}
+    codes: dict[str, str | None] = {}
+    with TestClient(app, base_url=settings.public_url, headers=headers) as client:
+        for number, (_, path, operation, params) in enumerate(OPERATIONS):
+            if operation["operationId"] not in exposed:
+                continue
+            arguments = example_arguments(path, operation, params)
+            rpc = {"jsonrpc": "2.0", "id": number, "method": "tools/call"}
+            rpc["params"] = {"name": "execute_capability", "arguments": arguments}
+            result = client.post("/mcp", json=rpc).json()["result"]
+            codes[operation["operationId"]] = json.loads(result["content"][0]["text"])["code"] if result.get("isError") else None
+    assert set(codes) == exposed
+    refused = {name: code for name, code in codes.items() if code not in (None, "not_found", "conflict")}
+    assert refused == {}
+    assert codes["postMemory"] is None and codes["putMemoryKeypath"] is None and codes["getMemoryKeypath"] is None
