@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory_bank.api.problems import PROBLEM_TYPES, fields_from, headers_of, problem_document, status_of
-from memory_bank.errors import ERROR_BY_CODE, Conflict, ErrorCode, FieldError, InvalidInput, RateLimited, Unauthorized
+from memory_bank.api.problems import PROBLEM_TYPES, headers_of, problem_document, status_of
+from memory_bank.errors import ERROR_BY_CODE, Conflict, ErrorCode, FieldError, InvalidInput, RateLimited, Unauthorized, fields_from
 
 
 def test_every_code_has_one_error_class_and_one_problem_type() -> None:

@@ -10,8 +10,9 @@ A pydantic failure becomes the same ``FieldError`` list wherever it happens
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, ClassVar
 
@@ -161,3 +162,18 @@ ERROR_BY_CODE: dict[ErrorCode, type[DomainError]] = {
         BackendError,
     )
 }
+
+
+@contextmanager
+def fields_from(source: str) -> Iterator[None]:
+    """Re-point the field errors raised inside at the request part they came from.
+
+    The store and the file format name fields as they know them (``cursor``,
+    ``line 3``, ``""`` for the whole input); the handler that passed them knows they
+    are ``/query/cursor``, ``/body/line/3`` or ``/body``, which is what clients are told.
+    """
+    try:
+        yield
+    except DomainError as error:
+        error.errors = [replace(e, field=json_pointer((source, *e.field.split()))) for e in error.errors]
+        raise

@@ -16,7 +16,7 @@ from memory_bank_codegen.operations import Operation
 IMPORTS: ImportGroups = (
     {"typing": ("Literal", "Protocol")},
     {
-        "memory_bank.api.bodies": ("Reply", "TextStream"),
+        "memory_bank.reply": ("Reply", "TextStream"),
         "memory_bank.generated": ("models",),
         "memory_bank.security.principal": ("Principal",),
     },

@@ -9,9 +9,9 @@ gets back here.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import pydantic
 import pydantic_core
@@ -22,27 +22,11 @@ from starlette.types import Receive, Scope, Send
 
 from memory_bank.api.problems import validation_error
 from memory_bank.errors import DomainError, FieldError, InvalidInput, PayloadTooLarge, field_errors
+from memory_bank.reply import Reply
 from memory_bank.security.principal import Principal
 
-#: Covariant: a ``Reply[Memory]`` is a ``Reply[object]``, which is all ``render_reply`` reads.
-T_co = TypeVar("T_co", covariant=True)
 #: The generated model a JSON body is validated into.
 BodyT = TypeVar("BodyT", bound=pydantic.BaseModel)
-
-#: A body streamed as text, e.g. JSON lines; each item ends with its own newline.
-TextStream = AsyncIterator[str]
-
-
-@dataclass(frozen=True)
-class Reply(Generic[T_co]):
-    """A handler's answer: the body and, when the operation has several 2xx, which one.
-
-    ``status_code=None`` means the operation's first declared success status.
-    """
-
-    body: T_co
-    status_code: int | None = None
-
 
 #: The ASGI scope key of an ``InProcessCall``. A key of the scope, not a header or a
 #: cookie: an outside request's scope is built by the server from a fixed set of keys,

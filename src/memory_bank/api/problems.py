@@ -11,9 +11,8 @@ failing field. Exceptions no handler here expects become the 500 document in
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -142,21 +141,6 @@ def validation_error(errors: list[FieldError]) -> InvalidInput | PayloadTooLarge
     kind = PayloadTooLarge if errors and too_large else InvalidInput
     summary = "; ".join(f"{e.field or '/'}: {e.message}" for e in errors[:5])
     return kind(summary or "the request does not match the schema", errors)
-
-
-@contextmanager
-def fields_from(source: str) -> Iterator[None]:
-    """Re-point the field errors raised inside at the request part they came from.
-
-    The store and the file format name fields as they know them (``cursor``,
-    ``line 3``, ``""`` for the whole input); the handler that passed them knows they
-    are ``/query/cursor``, ``/body/line/3`` or ``/body``, which is what clients are told.
-    """
-    try:
-        yield
-    except DomainError as error:
-        error.errors = [replace(e, field=json_pointer((source, *e.field.split()))) for e in error.errors]
-        raise
 
 
 def allowed_methods(request: Request) -> list[str]:

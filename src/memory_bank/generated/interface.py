@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from memory_bank.api.bodies import Reply, TextStream
+from memory_bank.reply import Reply, TextStream
 from memory_bank.generated import models
 from memory_bank.security.principal import Principal
 

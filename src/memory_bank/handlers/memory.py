@@ -17,11 +17,11 @@ from typing import ParamSpec, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
-from memory_bank.api.bodies import Reply, TextStream
-from memory_bank.api.problems import fields_from
+from memory_bank.errors import fields_from
 from memory_bank.generated import models
 from memory_bank.handlers.convert import to_memory, to_model, to_search_hit
 from memory_bank.handlers.transfer import import_body
+from memory_bank.reply import Reply, TextStream
 from memory_bank.security.agents import AgentResolver
 from memory_bank.security.principal import Principal
 from memory_bank.store.filters import MemoryFilter

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from starlette.concurrency import run_in_threadpool
 
-from memory_bank.api.problems import fields_from
+from memory_bank.errors import fields_from
 from memory_bank.generated import models
 from memory_bank.security.agents import AgentResolver
 from memory_bank.security.principal import Principal

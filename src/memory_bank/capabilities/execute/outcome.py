@@ -9,7 +9,7 @@ from typing import Any
 
 import pydantic_core
 
-from memory_bank.api.bodies import Reply
+from memory_bank.reply import Reply
 from memory_bank.api.problems import error_for_status, problem_document
 from memory_bank.errors import DomainError, ErrorCode
 from memory_bank.security.principal import Principal
