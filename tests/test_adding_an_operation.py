@@ -25,7 +25,7 @@ from fastapi.testclient import TestClient
 import memory_bank.app
 from memory_bank.app import AppHandlers, create_app
 from memory_bank.generated import models
-from memory_bank.api.bodies import Reply
+from memory_bank.reply import Reply
 from memory_bank.security.principal import Principal
 from memory_bank.settings import Settings
 from memory_bank_codegen.cli import render_package
