@@ -4,7 +4,9 @@ the data goes."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -13,9 +15,11 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
-from support import backends
 import httpx
 import pytest
+
+from memory_bank.cli.serve import listen
+from support import backends
 
 MEMORY_BANK = str(Path(sys.executable).with_name("memory-bank"))
 START_TIMEOUT_SECONDS = 90
@@ -106,3 +110,25 @@ def test_an_explicit_public_url_wins_over_the_bound_address(tmp_path: Path) -> N
     finally:
         served.process.terminate()
         served.process.wait(timeout=30)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+async def test_the_listener_serve_hands_uvicorn_gets_nagle_turned_off_on_each_connection(host: str) -> None:
+    """asyncio sets TCP_NODELAY on an accepted connection only when the listener's proto is TCP; without it a
+    response's body segment waits for the client's delayed ACK of the header segment (about 40 ms a call)."""
+    listener = listen(host, 0)
+    accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    class Probe(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            sock = transport.get_extra_info("socket")
+            accepted.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+    server = await asyncio.get_running_loop().create_server(Probe, sock=listener)
+    try:
+        _, writer = await asyncio.open_connection(host, listener.getsockname()[1])
+        assert await asyncio.wait_for(accepted, 10) != 0
+        writer.close()
+    finally:
+        server.close()
+        await server.wait_closed()

@@ -33,12 +33,16 @@ def listen(host: str, port: int) -> socket.socket:
     """A socket listening on ``host:port``, or one line saying why not and exit 1."""
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        return socket.create_server((host, port), family=family)
+        bound = socket.create_server((host, port), family=family)
     except OSError as exc:
         # create_server appends the address to strerror; a name lookup failure has a negative errno
         why = os.strerror(exc.errno) if exc.errno and exc.errno > 0 else exc.strerror or str(exc)
         stderr.print(f"[red]memory-bank serve: cannot listen on {escape(host)}:{port}: {escape(why)}[/]")
         raise typer.Exit(1) from None
+    # asyncio turns Nagle off (TCP_NODELAY) only on accepted sockets whose proto is IPPROTO_TCP, and
+    # create_server leaves it 0: with Nagle on, a response's body segment waits for the client to
+    # acknowledge its header segment, which a client delaying its ACK does after about 40 ms.
+    return socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP, fileno=bound.detach())
 
 
 def _bootstrap_dev_token(tokens: TokenStore, base_url: str) -> None:
