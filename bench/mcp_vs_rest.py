@@ -11,7 +11,9 @@ Each round makes the same search three ways over keep-alive connections (our MCP
 REST, the FastMCP bridge), so all see the same state; the figures are per-call wall
 time at the client, median and p95 in ms, and the ratios of the medians. The MCP
 call is the REST call plus the MCP layer (JSON-RPC over streamable HTTP, the argument
-check, an in-process dispatch), so the difference is that layer's cost.
+check, an in-process dispatch), so the difference is that layer's cost. It is measured
+twice: with the Python SDK's client (whose own work, such as checking the result against
+the tool's output schema, is in its figure) and as the bare JSON-RPC POST it sends.
 """
 
 from __future__ import annotations
@@ -39,6 +41,14 @@ from capability_search import percentile, report  # noqa: E402
 from memory_save_recall import free_port, mcp_over_http, mint_token, serving  # noqa: E402
 
 QUERY: dict[str, str | int] = {"q": "daytona sandbox deploy", "limit": 10}
+#: The same tool call as one bare JSON-RPC POST (what the SDK client sends, without its own client-side work).
+TOOL_CALL = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {"name": "execute_capability", "arguments": {"name": "getMemorySearch", "query": QUERY}},
+}
+JSONRPC_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
 WARMUP = 20
 
 
@@ -110,6 +120,7 @@ async def measure(base: str, bridge: str, token: str, rounds: int, memories: int
             saved.raise_for_status()
         bridged = next(t.name for t in (await fastmcp.list_tools()).tools if "getmemorysearch" in t.name.lower())
         mcp_ms: list[float] = []
+        jsonrpc_ms: list[float] = []
         rest_ms: list[float] = []
         fastmcp_ms: list[float] = []
         for n in range(WARMUP + rounds):
@@ -120,8 +131,10 @@ async def measure(base: str, bridge: str, token: str, rounds: int, memories: int
             after_rest = time.perf_counter()
             other = await fastmcp.call_tool(bridged, QUERY)
             ended = time.perf_counter()
-            if result.is_error or response.status_code != 200 or other.is_error:
-                raise SystemExit(f"a search failed: {result.content} / {response.text} / {other.content}")
+            bare = await rest.post("/mcp", json=TOOL_CALL, headers=JSONRPC_HEADERS)
+            after_bare = time.perf_counter()
+            if result.is_error or response.status_code != 200 or other.is_error or bare.json()["result"].get("isError"):
+                raise SystemExit(f"a search failed: {result.content} / {response.text} / {other.content} / {bare.text}")
             expected = [h["id"] for h in response.json()["results"]]
             if [h["id"] for h in result.structured_content["results"]] != expected:
                 raise SystemExit("MCP and REST returned different results")
@@ -131,10 +144,12 @@ async def measure(base: str, bridge: str, token: str, rounds: int, memories: int
                 mcp_ms.append((between - started) * 1000)
                 rest_ms.append((after_rest - between) * 1000)
                 fastmcp_ms.append((ended - after_rest) * 1000)
+                jsonrpc_ms.append((after_bare - ended) * 1000)
     figures: dict[str, Any] = {"rounds": rounds, "memories": memories}
-    figures |= summary("mcp", mcp_ms) | summary("rest", rest_ms) | summary("fastmcp", fastmcp_ms)
+    figures |= summary("mcp", mcp_ms) | summary("mcp_jsonrpc", jsonrpc_ms) | summary("rest", rest_ms) | summary("fastmcp", fastmcp_ms)
     figures["overhead_ms_median"] = round(figures["mcp_ms_median"] - figures["rest_ms_median"], 3)
     figures["mcp_over_rest"] = round(figures["mcp_ms_median"] / figures["rest_ms_median"], 3)
+    figures["mcp_jsonrpc_over_rest"] = round(figures["mcp_jsonrpc_ms_median"] / figures["rest_ms_median"], 3)
     figures["fastmcp_over_rest"] = round(figures["fastmcp_ms_median"] / figures["rest_ms_median"], 3)
     figures["fastmcp_over_mcp"] = round(figures["fastmcp_ms_median"] / figures["mcp_ms_median"], 3)
     return figures
