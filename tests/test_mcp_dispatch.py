@@ -8,6 +8,7 @@ own name) puts one there.
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from collections.abc import Iterator
@@ -88,6 +89,19 @@ def test_one_tool_call_leaves_exactly_one_audit_event(app: FastAPI, make_token: 
         ("execute_capability", False, "not_found", "agent-1"),
         ("search_capabilities", True, None, "agent-1"),
     ]
+
+
+def test_one_tool_call_is_one_access_log_line_and_one_counted_request(
+    app: FastAPI, make_token: MakeToken, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The in-process REST request is part of the ``/mcp`` request: it adds no log line and no request of its own."""
+    token = make_token(f"org-{uuid.uuid4().hex[:8]}", "ann")
+    with TestClient(app, base_url="http://127.0.0.1") as client, caplog.at_level(logging.INFO, logger="memory_bank.access"):
+        assert not call_tool(client, token, "execute_capability", {"name": "getMemorySearch", "query": {"q": "x"}})["isError"]
+        metrics = client.get("/metrics").text
+    lines = [record.getMessage() for record in caplog.records if record.name == "memory_bank.access"]
+    assert [line for line in lines if "/metrics" not in line] == [next(line for line in lines if "POST /mcp -> 200" in line)]
+    assert 'operation="getMemorySearch"' not in metrics
 
 
 def test_the_tool_result_is_the_rest_body(app: FastAPI, make_token: MakeToken) -> None:

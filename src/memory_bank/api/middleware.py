@@ -11,15 +11,13 @@ import logging
 import re
 import secrets
 import time
-from contextlib import nullcontext
 
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memory_bank.api.bodies import in_process_call
 from memory_bank.api.problems import CODE_BY_STATUS, PROBLEM_JSON, problem_response
 from memory_bank.errors import BackendError, ErrorCode
-from memory_bank.observability.audit import Attribution, attributing
+from memory_bank.observability.audit import attributing
 from memory_bank.observability.calls import CallAccounting, FinishedCall
 from memory_bank.observability.metrics import OPERATION_STATE_KEY
 from memory_bank.store.columns import utcnow
@@ -156,9 +154,7 @@ class CallObserver:
             response.see(message)
             await send(message)
 
-        # In process, the dispatcher's own attribution collects the agent, for its event.
-        audited = in_process_call(scope) is None
-        with attributing() if audited else nullcontext(Attribution()) as attribution:
+        with attributing() as attribution:
             try:
                 await self.app(scope, receive, observed_send)
             finally:
@@ -176,6 +172,5 @@ class CallObserver:
                         requested_at=requested_at,
                         state=scope.get("state", {}),
                         agent_id=attribution.agent_id,
-                        audited=audited,
                     )
                 )

@@ -4,8 +4,8 @@
 saw here; what is counted and what an audit event holds are decided in this module.
 The failure code is the ``code`` of the problem document the client got, so the
 audit shows exactly what the client saw. A call the app dispatches to itself (an MCP
-tool call) is audited once, as the tool call, by its dispatcher; here it only counts
-in the metrics.
+tool call) enters below the middlewares: it is counted and logged as the ``/mcp``
+request it is part of, and audited once, as the tool call, by its dispatcher.
 """
 
 from __future__ import annotations
@@ -38,8 +38,6 @@ class FinishedCall:
     requested_at: datetime
     state: Mapping[str, Any]
     agent_id: str | None
-    #: False for a call the app dispatched to itself: its dispatcher audits the tool call.
-    audited: bool = True
 
 
 class CallAccounting:
@@ -49,7 +47,7 @@ class CallAccounting:
 
     def finished(self, call: FinishedCall) -> None:
         self._metrics.observe_request(call.operation, call.status, call.seconds)
-        if not call.operation_id or not call.audited:
+        if not call.operation_id:
             return
         principal: Principal | None = call.state.get("principal")
         self._audit.record(

@@ -11,20 +11,27 @@ What the MCP transport already did is not done twice. The scope carries an
 ``InProcessCall``: the principal the transport verified for this call (the route
 takes it instead of verifying the token again; a scope key cannot be sent by a
 client, unlike a header), and the handler's reply comes back on it as an object, so
-a result is never serialised, parsed and serialised again. The route's own audit
-event is skipped for such a request: the tool call is audited once, by ``Toolbox``.
+a result is never serialised, parsed and serialised again. The request enters below
+the app's middlewares, at its routes behind its problem handlers: it is already inside
+the ``/mcp`` request, whose middlewares give it its request id, its access-log line,
+its metrics and the last-resort 500, so one tool call is logged and counted once; it
+is audited once, as the tool call, by ``Toolbox``.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote, urlencode
 
 import anyio
+from fastapi import FastAPI
+from fastapi.middleware.asyncexitstack import AsyncExitStackMiddleware
 from jsonschema import Draft202012Validator
+from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.types import ASGIApp, Message
 
 from memory_bank.api.bodies import IN_PROCESS, InProcessCall
@@ -36,6 +43,8 @@ from memory_bank.errors import DomainError, NotFound, PermissionDenied
 from memory_bank.generated.spec import SPEC
 
 __all__ = ["Call", "Executor", "Refusal"]
+
+log = logging.getLogger(__name__)
 
 #: The Host of in-process requests; never resolved, never leaves the process.
 INTERNAL_HOST = "memory-bank.internal"
@@ -90,11 +99,20 @@ class _Response:
 class Executor:
     """Runs the two meta-tools' calls (and direct tools) against one app."""
 
-    def __init__(self, registry: CapabilityRegistry, app: ASGIApp) -> None:
+    def __init__(self, registry: CapabilityRegistry, app: FastAPI) -> None:
         self._registry = registry
         self._app = app
+        self._routes: ASGIApp | None = None
         self._validators = {c["name"]: Draft202012Validator(dict(c["inputSchema"])) for c in registry}
         self._search_route = _route_of("searchCapabilities")
+
+    def _behind_problem_handlers(self) -> ASGIApp:
+        """The app's routes wrapped as FastAPI wraps them innermost (built on first use: the
+        handlers are installed once the app is put together)."""
+        if self._routes is None:
+            handlers = {key: h for key, h in self._app.exception_handlers.items() if key not in (500, Exception)}
+            self._routes = ExceptionMiddleware(AsyncExitStackMiddleware(self._app.router), handlers=handlers)
+        return self._routes
 
     def prepare(self, name: str, arguments: Mapping[str, Any], caller: Caller) -> Call | Refusal:
         """Capability ``name`` with these arguments as a REST request, or why it cannot be one.
@@ -163,6 +181,7 @@ class Executor:
             "client": ("127.0.0.1", 123),
             "root_path": "",
             IN_PROCESS: in_process,
+            "app": self._app,
         }
         pending = [{"type": "http.request", "body": body, "more_body": False}]
         response = _Response()
@@ -185,7 +204,7 @@ class Executor:
                     answered.set()
 
         try:
-            await self._app(scope, receive, send)
-        except Exception:  # the app's own 500 problem was sent first, if it got that far; else a bare 500
-            pass
+            await self._behind_problem_handlers()(scope, receive, send)
+        except Exception:  # below the app's last-resort middleware: logged here, answered as a 500
+            log.exception("unexpected failure running %s %s in process", call.method, call.path)
         return response
