@@ -53,7 +53,7 @@ def audited(server: LiveServer, org: str, count: int) -> list[tuple[str, bool, s
     for _ in range(100):
         with server.app.state.engine.connect() as connection:
             rows = [(r.tool_name, r.success, r.error_code) for r in connection.execute(statement)]
-        rows = [row for row in rows if row[0] == "execute_capability"]
+        rows = [row for row in rows if row[0].startswith("execute_capability")]
         if len(rows) >= count:
             break
         time.sleep(0.05)
@@ -95,7 +95,7 @@ def test_a_header_no_http_header_can_carry_is_invalid_params_and_audited(server:
             http, server, server.token(org), "postMemory", header={"Idempotency-Key": "ключ-日本"}, body={"content": "x"}
         )
     assert is_error and problem["code"] == "invalid_params"
-    assert audited(server, org, 1) == [("execute_capability", False, "invalid_params")]
+    assert audited(server, org, 1) == [("execute_capability:postMemory", False, "invalid_params")]
 
 
 def test_an_unexpected_failure_is_backend_error_and_audited(server: LiveServer, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -107,7 +107,7 @@ def test_an_unexpected_failure_is_backend_error_and_audited(server: LiveServer, 
     with httpx.Client(timeout=30) as http:
         is_error, problem = execute(http, server, server.token(org), "listMemories")
     assert is_error and problem["code"] == "backend_error" and "Traceback" not in json.dumps(problem)
-    assert audited(server, org, 1) == [("execute_capability", False, "backend_error")]
+    assert audited(server, org, 1) == [("execute_capability:listMemories", False, "backend_error")]
 
 
 def test_a_call_to_an_unknown_tool_is_audited_under_its_name_cut_to_mcps_bound(app: FastAPI, make_token: MakeToken) -> None:

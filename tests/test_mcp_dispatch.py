@@ -84,9 +84,9 @@ def test_one_tool_call_leaves_exactly_one_audit_event(app: FastAPI, make_token: 
         assert not call_tool(client, token, "search_capabilities", {"query": "save a memory"})["isError"]
     # The lifespan is over, so the writer has drained: these are all the rows there will be.
     assert audit_rows(app, org, 4) == [
-        ("execute_capability", True, None, "agent-1"),
-        ("execute_capability", True, None, "agent-1"),
-        ("execute_capability", False, "not_found", "agent-1"),
+        ("execute_capability:getMemorySearch", True, None, "agent-1"),
+        ("execute_capability:postMemory", True, None, "agent-1"),
+        ("execute_capability:getMemory", False, "not_found", "agent-1"),
         ("search_capabilities", True, None, "agent-1"),
     ]
 

@@ -177,17 +177,26 @@ class Toolbox:
         that fails unexpectedly, which reaches the agent as ``backend_error``.
         """
         requested_at, start = datetime.now(UTC), time.perf_counter()
+        audited = self._audited_name(name, arguments)
         with attributing() as attribution:
             try:
                 outcome = await self._run(name, arguments, caller)
             except UnknownTool:
-                self._record(name, caller, attribution.agent_id, requested_at, start, ErrorCode.not_found)
+                self._record(audited, caller, attribution.agent_id, requested_at, start, ErrorCode.not_found)
                 raise
             except Exception:
                 log.exception("tool %s failed unexpectedly", name)
                 outcome = Outcome.failure(BackendError("unexpected server error"))
-        self._record(name, caller, attribution.agent_id, requested_at, start, outcome.error_code)
+        self._record(audited, caller, attribution.agent_id, requested_at, start, outcome.error_code)
         return outcome
+
+    def _audited_name(self, name: str, arguments: Mapping[str, Any]) -> str:
+        """The tool, and for ``execute_capability`` the operation it ran (``execute_capability:postMemory``):
+        the one event of the call must say which write it was. A name that is no capability is not echoed."""
+        capability = arguments.get("name") if name == EXECUTE else None
+        if isinstance(capability, str) and self._registry.get(capability) is not None:
+            return f"{EXECUTE}:{capability}"
+        return name
 
     def _record(
         self, name: str, caller: Caller, agent_id: str | None, requested_at: datetime, start: float, error_code: str | None
