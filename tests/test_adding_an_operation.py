@@ -10,8 +10,8 @@ search tool's description) needed an edit.
 from __future__ import annotations
 
 import copy
-import json
 import importlib
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path

@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 
 from memory_bank.api.bodies import read_text_body
 from memory_bank.api.problems import install_problem_handlers
-from memory_bank_codegen.cli import render_package
 from memory_bank.handlers import transfer
+from memory_bank_codegen.cli import render_package
 
 SPEC = Path(__file__).resolve().parents[1] / "openapi" / "memory.yaml"
 

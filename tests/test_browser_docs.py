@@ -24,7 +24,6 @@ import httpx
 import pytest
 
 from memory_bank.generated.spec import SPEC
-
 from support.mcp_live import live_server
 from support.requirements import unavailable
 

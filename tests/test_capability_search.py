@@ -9,17 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.requirements import need, semantic_extra
 
 from memory_bank.capabilities.ranking import method_intent, request_literals, request_steps
 from memory_bank.capabilities.ranking.fields import api_texts, fields
 from memory_bank.capabilities.ranking.question_fallback import asks_question
 from memory_bank.capabilities.ranking.search import CapabilitySearch, Match
+from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.textsearch.bm25 import BM25F
 from memory_bank.textsearch.embeddings import load_embedder
 from memory_bank.textsearch.fusion import fuse
 from memory_bank.textsearch.tokenize import identifier_terms, split_words, stem
-from memory_bank.generated.catalog import CAPABILITIES
+from support.requirements import need, semantic_extra
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLALPACA = ROOT.parent / "shared" / "evals" / "toolalpaca"

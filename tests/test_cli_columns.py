@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
 from memory_bank.cli import app
-from memory_bank.cli.search import CONTENT_PREVIEW, MIN_MEMORY_WIDTH
 from memory_bank.cli.console import owner
+from memory_bank.cli.search import CONTENT_PREVIEW, MIN_MEMORY_WIDTH
 from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.settings import get_settings
 from memory_bank.store import MemoryStore, open_database

@@ -11,16 +11,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from support.requirements import semantic_extra
 from typer.testing import CliRunner, Result
 
 from memory_bank.cli import app
 from memory_bank.cli.console import owner
 from memory_bank.settings import get_settings
 from memory_bank.store import MemoryStore, open_database
-from memory_bank.store.search import semantic
 from memory_bank.store.filters import MemoryFilter
+from memory_bank.store.search import semantic
 from memory_bank.store.tokens import TokenStore
+from support.requirements import semantic_extra
 
 Run = Callable[..., Result]
 COMMANDS = [[], ["export"], ["import"], ["search"], ["token"], ["token", "list"], ["token", "revoke"], ["db", "embed"]]

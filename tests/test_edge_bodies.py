@@ -12,10 +12,10 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank_codegen.body_bounds import max_json_bytes
 from memory_bank_codegen.loader import load_spec
 from memory_bank_codegen.pytypes import TypeNamer
-from memory_bank.generated.catalog import CAPABILITIES
 from support.mcp_live import LiveServer, live_server
 from support.raw_http import RawConnection, connect
 

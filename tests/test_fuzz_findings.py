@@ -8,7 +8,6 @@ from fastapi.testclient import TestClient
 
 from memory_bank.app import create_app
 from memory_bank.settings import Settings
-
 from support.clients import MakeClient
 
 

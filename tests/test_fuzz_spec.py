@@ -32,7 +32,6 @@ from schemathesis.config import SchemathesisConfig
 
 from memory_bank.generated.spec import SPEC
 from memory_bank.security.tokens import PERMISSIONS
-
 from support.mcp_live import live_server
 
 EXAMPLES = int(os.environ.get("MEMORY_BANK_FUZZ_EXAMPLES", "25"))

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from support.transfer import chains, exported, ndjson
 
 from memory_bank.security.principal import Principal
 from memory_bank.store import importer
 from memory_bank.store.agents import AgentStore
 from memory_bank.store.importer import copy_id
 from memory_bank.transfer import export_line, parse_records
+from support.transfer import chains, exported, ndjson
 
 LINE_BREAKERS = "\u2028\u2029\u0085"
 MISSING = "ZZZZZZZZZZZZZZZZZZZZZ"

@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
-from support import backends
 import pytest
 import sqlalchemy as sa
 from alembic import command
@@ -31,6 +30,7 @@ from memory_bank.store import MemoryStore, migrations
 from memory_bank.store.database import create_schema, make_engine
 from memory_bank.store.idempotency import content_key
 from memory_bank.store.tables import MemoryRow
+from support import backends
 
 KEYPATH = "user.preferences.editor"
 WRITERS = 10

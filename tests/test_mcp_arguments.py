@@ -17,15 +17,14 @@ from typing import Any
 import httpx
 import pytest
 import sqlalchemy as sa
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support.clients import MakeToken
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
-
 from memory_bank.capabilities.execute.dispatch import Executor
 from memory_bank.store.tables import AuditEventRow
+from support.clients import MakeToken
 from support.mcp_live import LiveServer, live_server, post_rpc
 
 

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support.backends import free_port
 
+from support.backends import free_port
 from support.bearer_proxy import BearerProxy
 from support.mcp_live import LiveServer, live_server, serving
 from support.requirements import need

@@ -20,8 +20,8 @@ import sqlalchemy as sa
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from memory_bank.capabilities.execute.outcome import Caller
 from memory_bank.api.bodies import IN_PROCESS, InProcessCall, in_process_call
+from memory_bank.capabilities.execute.outcome import Caller
 from memory_bank.store.tables import AuditEventRow
 from support.clients import MakeToken
 from support.mcp_live import LiveServer, live_server

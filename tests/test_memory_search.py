@@ -7,10 +7,8 @@ import sys
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from support import backends
 import pytest
 import sqlalchemy as sa
-from support.requirements import need, semantic_extra
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
@@ -25,6 +23,8 @@ from memory_bank.store.search.backends.sqlite import SqliteSearch
 from memory_bank.store.search.boosts import context
 from memory_bank.store.search.text import query_terms, search_text
 from memory_bank.transfer import parse_records
+from support import backends
+from support.requirements import need, semantic_extra
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "evals"))

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from support import backends
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from memory_bank.store import MemoryFilter, MemoryStore
-from memory_bank.store.search import lexical
 from memory_bank.store.bootstrap_mysql import FULLTEXT_INDEX, has_fulltext
 from memory_bank.store.database import create_schema, make_engine
+from memory_bank.store.search import lexical
+from support import backends
 
 pytestmark = pytest.mark.mysql
 

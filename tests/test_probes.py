@@ -6,11 +6,11 @@ import shutil
 
 import pytest
 from fastapi.testclient import TestClient
-from support.backends import free_port
 from test_rate_limit import shared_redis  # noqa: F401  (fixture)
 
 from memory_bank.app import create_app
 from memory_bank.settings import Settings
+from support.backends import free_port
 
 
 def ready(settings: Settings) -> tuple[int, dict[str, object]]:

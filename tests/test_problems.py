@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 
 from memory_bank.api.problems import PROBLEM_TYPES, headers_of, problem_document, status_of
-from memory_bank.errors import ERROR_BY_CODE, Conflict, ErrorCode, FieldError, InvalidInput, RateLimited, Unauthorized, fields_from
+from memory_bank.errors import (
+    ERROR_BY_CODE,
+    Conflict,
+    ErrorCode,
+    FieldError,
+    InvalidInput,
+    RateLimited,
+    Unauthorized,
+    fields_from,
+)
 
 
 def test_every_code_has_one_error_class_and_one_problem_type() -> None:

@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 
-from support import backends
 import pytest
 import redis
 from fastapi.testclient import TestClient
@@ -29,6 +28,7 @@ from memory_bank.observability.metrics import Metrics
 from memory_bank.security.rate_limit import LocalCounter, RateLimiter, RedisCounter, redis_client
 from memory_bank.settings import Profile, Settings
 from memory_bank.store.tokens import TokenStore
+from support import backends
 from support.clock import pinned
 from support.requirements import unavailable
 

@@ -24,13 +24,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from support import backends
 import httpx
 import pytest
 import redis
 
 from memory_bank.store.database import make_engine
 from memory_bank.store.tokens import TokenStore
+from support import backends
 
 pytestmark = [pytest.mark.mysql, pytest.mark.redis]
 

@@ -15,7 +15,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from support import backends
 import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
@@ -27,6 +26,7 @@ from memory_bank.store import MemoryFilter, MemoryStore
 from memory_bank.store.search import lexical
 from memory_bank.store.search.text import MAX_TERMS, query_terms
 from memory_bank.textsearch.tokenize import MEMORY_STOPWORDS
+from support import backends
 
 EVERYTHING = MemoryFilter()
 

@@ -20,7 +20,6 @@ from jsonschema import Draft202012Validator
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.generated.spec import SPEC
 from memory_bank.settings import McpToolsMode
-
 from support.mcp_live import live_server
 
 SCHEMAS = SPEC["components"]["schemas"]

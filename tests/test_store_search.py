@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from support.backends import sqlite_only
 
 from memory_bank.store import MemoryFilter, MemoryStore
 from memory_bank.store.search.backend import score
 from memory_bank.store.search.text import query_terms
+from support.backends import sqlite_only
 
 EVERYTHING = MemoryFilter()
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import httpx
 import pytest
 import sqlalchemy as sa
-from support.transfer import live_app
 
 from memory_bank import transfer
 from memory_bank.handlers import transfer as import_handler
@@ -21,6 +20,7 @@ from memory_bank.store.database import make_engine
 from memory_bank.store.memories import MemoryStore
 from memory_bank.store.tables import AuditEventRow
 from memory_bank.store.tokens import TokenStore
+from support.transfer import live_app
 
 #: The spec's x-max-bytes on importMemories (test_api_transfer pins the route to the spec).
 IMPORT_MAX_BYTES = 33_554_432

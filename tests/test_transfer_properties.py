@@ -21,13 +21,13 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlmodel import Session, col
-from support.transfer import chains, exported
 
 from memory_bank.errors import DomainError, ErrorCode
 from memory_bank.security.principal import Principal
 from memory_bank.store.memories import MemoryStore
 from memory_bank.store.tables import MemoryRow
 from memory_bank.transfer import parse_records
+from support.transfer import chains, exported
 
 SLOW = settings(
     max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]

@@ -14,16 +14,16 @@ from typing import Annotated, Any
 import typer
 
 from memory_bank_codegen.catalog_builder import build_catalog
-from memory_bank_codegen.errors import CodegenError
 from memory_bank_codegen.changes import committed_spec, compare
+from memory_bank_codegen.errors import CodegenError
+from memory_bank_codegen.formatting import format_python
 from memory_bank_codegen.lint import lint_spec
 from memory_bank_codegen.loader import SpecError, load_spec
 from memory_bank_codegen.operations import read_operations
-from memory_bank_codegen.formatting import format_python
+from memory_bank_codegen.refs import ref_issues
 from memory_bank_codegen.render_data import render_catalog, render_json, render_reader
 from memory_bank_codegen.render_interface import render_interface
 from memory_bank_codegen.render_models import render_models
-from memory_bank_codegen.refs import ref_issues
 from memory_bank_codegen.render_routes import render_routes
 from memory_bank_codegen.validation import openapi_issues
 

@@ -17,6 +17,7 @@ from memory_bank_codegen.loader import iter_operations, operation_parameters
 from memory_bank_codegen.naming import pascal_case, snake_case
 from memory_bank_codegen.pytypes import TypeNamer, constraints
 from memory_bank_codegen.refs import deref
+
 JSON = "application/json"
 
 

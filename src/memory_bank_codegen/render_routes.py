@@ -17,6 +17,7 @@ from memory_bank_codegen.naming import pascal_case
 from memory_bank_codegen.operations import Operation, Parameter, RequestBody
 from memory_bank_codegen.pytypes import keyword_args
 
+
 def _imports(interface: str) -> ImportGroups:
     return (
         {"typing": ("Annotated", "Literal")},

@@ -16,11 +16,11 @@ from contextlib import contextmanager
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from sqlalchemy.engine import Engine
-from pydantic import ValidationError
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from memory_bank.errors import DomainError, ErrorCode

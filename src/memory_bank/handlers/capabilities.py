@@ -6,9 +6,9 @@ here), so people, REST clients and agents see one ranking and one permission fil
 
 from __future__ import annotations
 
-from memory_bank.reply import Reply
 from memory_bank.capabilities.registry import CapabilityRegistry
 from memory_bank.generated import models
+from memory_bank.reply import Reply
 from memory_bank.security.principal import Principal
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pydantic_core
 
-from memory_bank.reply import Reply
 from memory_bank.api.problems import error_for_status, problem_document
 from memory_bank.errors import DomainError, ErrorCode
+from memory_bank.reply import Reply
 from memory_bank.security.principal import Principal
 
 __all__ = ["Caller", "Outcome", "is_wrapped", "problem_for_agent", "reply_outcome", "response_outcome", "with_retry_hint"]
