@@ -99,7 +99,7 @@ def identifier_terms(*texts: str) -> list[str]:
 @lru_cache(maxsize=65536)
 def _identifier_terms_of(text: str) -> tuple[str, ...]:
     """Cached per text: big specs repeat the same parameter and field descriptions
-    hundreds of times (Twilio: "The SID of the Account that created the resource")."""
+    hundreds of times."""
     return tuple(stem(w) for w in split_words(text) if w not in API_STOPWORDS)
 
 

@@ -18,8 +18,8 @@ The weights are set once from what each field IS, not fitted to any query set:
   "delete"/"remove" or "create"/"add" reach the operation even when its name does not
   say so: 0.5, enough to break ties between operations on the same resource.
 
-The weights are set a priori; grids around them moved nothing that held on both
-ToolAlpaca and Twilio (``docs/decisions/0002-capability-ranking-signals.md``).
+The weights are set a priori; what the grids around them measured is in
+``docs/decisions/0002-capability-ranking-signals.md``.
 
 A description that only repeats the title (codegen copies the summary when there is
 no description) is dropped so the title is not counted twice.

@@ -13,8 +13,9 @@ request). The share, :data:`FALLBACK_WEIGHT`, is small enough that any operation
 with real evidence in the request still ranks above it: it orders what would
 otherwise be noise (a stray shared word) or nothing.
 
-Only questions get it: applied to every request, it took known items from their
-operations on Twilio, which has no question-answering operation. Measurements: ``docs/decisions/0002-capability-ranking-signals.md``.
+Only questions get it: applied to every request, it would pull requests away from their
+operations in specs that have no question-answering operation at all. Measurements:
+``docs/decisions/0002-capability-ranking-signals.md``.
 """
 
 from __future__ import annotations

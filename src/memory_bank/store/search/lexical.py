@@ -27,9 +27,7 @@ owner, version, filters), at most ``SAMPLE_ROWS + 1`` of them:
 The sample is the first ``SAMPLE_ROWS + 1`` rows the database returns for the range,
 with no ORDER BY: in practice the oldest rows (both backends read the range in primary
 key order). Its statistics then lag what the owner wrote since; they are ratios, which
-that lag moves little, and candidates still come from the index over every row. No
-owner of the LoCoMo evaluation comes near ``SCAN_ROWS``, so its figures do not depend on
-which rows a sample holds.
+that lag moves little, and candidates still come from the index over every row.
 
 The sample of an owner too large to scan is kept per searched row set (the WHERE
 clause: owner, versions, filters) for ``SAMPLE_TTL`` seconds, at most ``SAMPLES_KEPT`` of
