@@ -44,18 +44,25 @@ def bearer_token(request: Request) -> str | None:
     return token if scheme.lower() == "bearer" and token else None
 
 
+async def principal_of(tokens: TokenStore, token: str | None) -> Principal:
+    """Whose bearer ``token`` is (None: none was sent), or ``unauthorized`` saying which is wrong.
+
+    The one token check of both doors: the REST routes and the MCP transport.
+    """
+    if token is None:
+        raise Unauthorized("send Authorization: Bearer <token>")
+    principal = await run_in_threadpool(tokens.verify, token)
+    if principal is None:
+        raise Unauthorized("the bearer token is not valid")
+    return principal
+
+
 def make_authorize(tokens: TokenStore, limiter: RateLimiter) -> Authorize:
     async def authenticate(request: Request) -> Principal:
         call = in_process_call(request.scope)
         if call is not None and call.principal is not None:
             return call.principal  # verified by the MCP transport for this very call
-        token = bearer_token(request)
-        if token is None:
-            raise Unauthorized("send Authorization: Bearer <token>")
-        principal = await run_in_threadpool(tokens.verify, token)
-        if principal is None:
-            raise Unauthorized("the bearer token is not valid")
-        return principal
+        return await principal_of(tokens, bearer_token(request))
 
     def authorize(permission: str) -> Callable[[Request], Awaitable[Principal]]:
         async def _admit(request: Request) -> Principal:

@@ -31,7 +31,6 @@ from memory_bank.errors import (
     InvalidInput,
     PayloadTooLarge,
     field_errors,
-    json_pointer,
 )
 
 log = logging.getLogger(__name__)

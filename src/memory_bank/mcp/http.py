@@ -29,13 +29,12 @@ from fastapi import FastAPI
 from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from memory_bank.api.auth import bearer_token
+from memory_bank.api.auth import bearer_token, principal_of
 from memory_bank.api.bodies import read_capped
 from memory_bank.api.problems import HttpRefusal, error_for_status, problem_response
 from memory_bank.capabilities.execute.outcome import Caller
@@ -164,13 +163,14 @@ class McpHttp:
     async def _authenticate(self, request: Request) -> Caller:
         """Who is calling, from the bearer token; 401 with the RFC 9728 challenge otherwise."""
         token = bearer_token(request)
-        principal = await run_in_threadpool(self._tokens.verify, token) if token else None
-        if token is None or principal is None:
+        try:
+            principal = await principal_of(self._tokens, token)
+        except Unauthorized as refused:
             challenge = f'Bearer resource_metadata="{self._public_url}{RESOURCE_METADATA_PATH}"'
             if token is not None:
                 challenge += ', error="invalid_token"'
-            detail = "send Authorization: Bearer <token>" if token is None else "the bearer token is not valid"
-            raise HttpRefusal(Unauthorized(detail), headers={"WWW-Authenticate": challenge})
+            raise HttpRefusal(refused, headers={"WWW-Authenticate": challenge}) from None
+        assert token is not None  # principal_of refuses a missing token
         return Caller(token, principal, request_id=getattr(request.state, "request_id", None))
 
 
