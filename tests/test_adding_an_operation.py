@@ -30,6 +30,7 @@ from memory_bank.security.principal import Principal
 from memory_bank.settings import Settings
 from memory_bank_codegen.cli import render_package
 from memory_bank_codegen.loader import load_spec
+from support.mcp_live import call_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "throwaway_generated"
@@ -96,18 +97,15 @@ def test_a_new_operation_needs_only_the_spec_a_regeneration_and_one_handler_meth
     monkeypatch.setattr(memory_bank.app, "SPEC", generated["spec"].SPEC)
     monkeypatch.setattr(memory_bank.app, "AppHandlers", TallyHandlers)
     app = create_app(settings)
-    headers = {"Authorization": f"Bearer {make_token('acme', 'ann', ['memory:read'])}"}
+    token = make_token("acme", "ann", ["memory:read"])
+    headers = {"Authorization": f"Bearer {token}"}
     try:
         with TestClient(app, base_url=settings.public_url, headers=headers) as client:
             rest = client.get("/v1/memory/tally")
             assert rest.status_code == 200, rest.text
             assert rest.json() == {"imported": 3, "skipped": 1}
 
-            rpc = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
-            rpc["params"] = {"name": "execute_capability", "arguments": {"name": OPERATION}}
-            answer = client.post("/mcp", json=rpc, headers={"Accept": "application/json, text/event-stream"})
-            assert answer.status_code == 200, answer.text
-            result = answer.json()["result"]
+            result = call_tool(client, token, "execute_capability", {"name": OPERATION})  # asserts the 200
             assert not result.get("isError"), result
             assert result["structuredContent"] == {"imported": 3, "skipped": 1}
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st

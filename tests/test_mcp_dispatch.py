@@ -24,18 +24,7 @@ from memory_bank.api.bodies import IN_PROCESS, InProcessCall, in_process_call
 from memory_bank.capabilities.execute.outcome import Caller
 from memory_bank.store.tables import AuditEventRow
 from support.clients import MakeToken
-from support.mcp_live import LiveServer, live_server
-
-MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
-
-
-def call_tool(client: TestClient, token: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """The ``result`` of one ``tools/call`` POSTed to ``/mcp``."""
-    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
-    response = client.post("/mcp", json=message, headers={**MCP_HEADERS, "Authorization": f"Bearer {token}"})
-    assert response.status_code == 200, response.text
-    result: dict[str, Any] = response.json()["result"]
-    return result
+from support.mcp_live import MCP_HEADERS, LiveServer, call_tool, live_server
 
 
 def audit_rows(app: FastAPI, org: str, count: int) -> list[tuple[str, bool, str | None, str | None]]:

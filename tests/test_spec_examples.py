@@ -17,6 +17,7 @@ from openapi_spec_validator import validate
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.generated.spec import SPEC
 from memory_bank.settings import Settings
+from support.mcp_live import call_tool
 
 METHODS = ("get", "put", "post", "delete", "patch")
 ALL_PERMISSIONS = ("memory:read", "memory:write")
@@ -82,14 +83,23 @@ def test_every_response_example_fits_its_schema(method: str, path: str, operatio
                 assert fits(media["schema"], media["example"]) == [], (status, media_type)
 
 
+def example_groups(params: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Every parameter example by where it goes: ``{"path": {...}, "query": {...}, "header": {...}}``."""
+    groups: dict[str, dict[str, Any]] = {"path": {}, "query": {}, "header": {}}
+    for param in params:
+        if "example" in param:
+            groups[param["in"]][param["name"]] = param["example"]
+    return groups
+
+
 def example_request(method: str, path: str, operation: dict[str, Any], params: list[dict[str, Any]]) -> dict[str, Any]:
     """What Try it out sends when nothing is changed: every example, nothing else."""
-    values = {(p["in"], p["name"]): p["example"] for p in params if "example" in p}
+    groups = example_groups(params)
     request: dict[str, Any] = {
         "method": method.upper(),
-        "url": path.format(**{name: value for (where, name), value in values.items() if where == "path"}),
-        "params": {name: value for (where, name), value in values.items() if where == "query"},
-        "headers": {name: value for (where, name), value in values.items() if where == "header"},
+        "url": path.format(**groups["path"]),
+        "params": groups["query"],
+        "headers": groups["header"],
     }
     for media_type, media in request_bodies(operation).items():
         if media_type == "application/json":
@@ -123,12 +133,10 @@ def test_running_every_example_unchanged_is_accepted_by_the_server(make_client: 
     assert statuses["putMemoryKeypath"] == 201 and statuses["getMemoryKeypath"] == 200
 
 
-def example_arguments(path: str, operation: dict[str, Any], params: list[dict[str, Any]]) -> dict[str, Any]:
+def example_arguments(operation: dict[str, Any], params: list[dict[str, Any]]) -> dict[str, Any]:
     """``execute_capability``'s arguments for the same unchanged example: its groups, named as the catalog names them."""
     arguments: dict[str, Any] = {"name": operation["operationId"]}
-    for param in params:
-        if "example" in param:
-            arguments.setdefault(param["in"], {})[param["name"]] = param["example"]
+    arguments |= {where: values for where, values in example_groups(params).items() if values}
     json_body = request_bodies(operation).get("application/json")
     if json_body is not None:
         arguments["body"] = json_body["example"]
@@ -144,16 +152,13 @@ def test_every_exposed_operation_runs_its_example_through_execute_capability(
     example is refused as invalid, and none fails.
     """
     exposed = {capability["name"] for capability in CAPABILITIES if capability["policy"]["expose"]}
-    headers = {"Authorization": f"Bearer {make_token('acme', 'ann', ALL_PERMISSIONS)}", "Accept": "application/json, text/event-stream"}
+    token = make_token("acme", "ann", ALL_PERMISSIONS)
     codes: dict[str, str | None] = {}
-    with TestClient(app, base_url=settings.public_url, headers=headers) as client:
-        for number, (_, path, operation, params) in enumerate(OPERATIONS):
+    with TestClient(app, base_url=settings.public_url) as client:
+        for _, _, operation, params in OPERATIONS:
             if operation["operationId"] not in exposed:
                 continue
-            arguments = example_arguments(path, operation, params)
-            rpc = {"jsonrpc": "2.0", "id": number, "method": "tools/call"}
-            rpc["params"] = {"name": "execute_capability", "arguments": arguments}
-            result = client.post("/mcp", json=rpc).json()["result"]
+            result = call_tool(client, token, "execute_capability", example_arguments(operation, params))
             codes[operation["operationId"]] = json.loads(result["content"][0]["text"])["code"] if result.get("isError") else None
     assert set(codes) == exposed
     refused = {name: code for name, code in codes.items() if code not in (None, "not_found", "conflict")}

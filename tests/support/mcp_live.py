@@ -20,6 +20,7 @@ import httpx
 import httpx2
 import uvicorn
 from fastapi import FastAPI
+from fastapi.testclient import TestClient
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from starlette.types import ASGIApp
@@ -58,6 +59,18 @@ def tool_problem(result: Any) -> dict[str, Any]:
     assert result.is_error and result.structured_content is None, result
     problem: dict[str, Any] = json.loads(result.content[0].text)
     return problem
+
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+
+
+def call_tool(client: TestClient, token: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The ``result`` of one ``tools/call`` POSTed to ``/mcp`` of an app under a ``TestClient``."""
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    response = client.post("/mcp", json=message, headers={**MCP_HEADERS, "Authorization": f"Bearer {token}"})
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()["result"]
+    return result
 
 
 def post_rpc(http: httpx.Client, server: LiveServer, token: str, method: str, params: dict[str, Any] | None = None) -> Any:
