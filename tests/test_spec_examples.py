@@ -17,6 +17,7 @@ from openapi_spec_validator import validate
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.generated.spec import SPEC
 from memory_bank.settings import Settings
+from memory_bank_codegen.refs import deref as resolve_refs
 from support.mcp_live import call_tool
 
 METHODS = ("get", "put", "post", "delete", "patch")
@@ -35,12 +36,10 @@ def operations() -> list[tuple[str, str, dict[str, Any], list[dict[str, Any]]]]:
 
 
 def deref(obj: dict[str, Any]) -> dict[str, Any]:
-    while "$ref" in obj:
-        node: Any = SPEC
-        for part in obj["$ref"].removeprefix("#/").split("/"):
-            node = node[part]
-        obj = node
-    return obj
+    """``obj``, its ``$ref`` chain followed in the spec by the generator's own resolver."""
+    target = resolve_refs(SPEC, obj)
+    assert target is not None, obj
+    return target
 
 
 def fits(schema: dict[str, Any], value: Any) -> list[str]:
