@@ -17,7 +17,11 @@ from fastapi import FastAPI
 from memory_bank import __version__
 from memory_bank.api.auth import make_authorize
 from memory_bank.api.docs import install_docs
-from memory_bank.api.middleware import CallObserver, RequestIdMiddleware, UnexpectedErrorMiddleware
+from memory_bank.api.middleware import (
+    CallObserver,
+    RequestIdMiddleware,
+    UnexpectedErrorMiddleware,
+)
 from memory_bank.api.problems import install_problem_handlers
 from memory_bank.api.routes import service_routes
 from memory_bank.capabilities.execute.dispatch import Executor
@@ -27,12 +31,13 @@ from memory_bank.generated.routes import build_router
 from memory_bank.generated.spec import SPEC
 from memory_bank.handlers import MemoryHandlers
 from memory_bank.handlers.capabilities import CapabilityHandlers
-from memory_bank.mcp.http import McpHttp
+from memory_bank.mcp.http import MCP_PATH, McpHttp
 from memory_bank.mcp.tools import Toolbox
 from memory_bank.observability.calls import CallAccounting
 from memory_bank.observability.logging import AccessLog, configure_logging, log_start
 from memory_bank.observability.wiring import Operations
 from memory_bank.security.agents import AgentResolver
+from memory_bank.security.oauth import OAuthTokens, audiences
 from memory_bank.settings import Settings, get_settings
 from memory_bank.store.agents import AgentStore
 from memory_bank.store.database import open_database
@@ -55,6 +60,7 @@ def create_app(settings: Settings | None = None, *, clock: Callable[[], float] =
     configure_logging(settings.env)
     engine = open_database(settings)
     tokens = TokenStore(engine)
+    oauth = OAuthTokens(settings, audiences(settings.public_url, MCP_PATH)) if settings.oauth_issuer else None
     operations = Operations.build(settings, engine, clock)
     registry = CapabilityRegistry(CAPABILITIES)
     handlers = AppHandlers(MemoryStore(engine, embedder_for(settings)), AgentResolver(AgentStore(engine)), registry)
@@ -94,8 +100,8 @@ def create_app(settings: Settings | None = None, *, clock: Callable[[], float] =
     # MCP calls are dispatched back into this same app, so they meet the REST path.
     toolbox = Toolbox(registry, Executor(registry, app), settings.mcp_tools, operations.audit, operations.limiter)
     app.state.mcp_toolbox = toolbox
-    mcp_http = McpHttp(toolbox, tokens, settings.public_url, allow_loopback=not settings.protected)
+    mcp_http = McpHttp(toolbox, tokens, oauth, settings.public_url, allow_loopback=not settings.protected)
     mcp_http.install(app)
-    app.include_router(build_router(handlers, make_authorize(tokens, operations.limiter)))
+    app.include_router(build_router(handlers, make_authorize(tokens, operations.limiter, oauth, settings.public_url)))
     app.include_router(service_routes(SPEC, operations.readiness, operations.metrics))
     return app

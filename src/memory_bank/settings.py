@@ -24,6 +24,8 @@ ENV_PREFIX = "MEMORY_BANK_"
 APP_DIRECTORY = "memory-bank"
 DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
 #: Settings whose value may carry a password or a token: never echoed back in an error.
+#: The JWS algorithm families an access token may be signed with: public-key ones only.
+ASYMMETRIC_ALGORITHM_FAMILIES = ("RS", "PS", "ES", "EDDSA", "ED25519", "ED448")
 SECRET_FIELDS = frozenset({"database_url", "redis_url", "token"})
 
 
@@ -71,6 +73,21 @@ class Settings(BaseSettings):
     public_url: str = DEFAULT_PUBLIC_URL
     #: Memory search also by local embeddings (needs the ``semantic`` extra; store.search.semantic).
     semantic_search: bool = False
+    #: The authorization server whose JWT access tokens are accepted beside ``mb_`` tokens
+    #: (its RFC 8414 or OpenID metadata and JWKS are fetched from it); unset, none are.
+    oauth_issuer: str | None = None
+    #: The signature algorithms a JWT may use: asymmetric only (``none`` and HS* are refused,
+    #: since an HMAC "signed" with the published key would verify).
+    oauth_algorithms: Annotated[list[str], NoDecode] = Field(default_factory=lambda: ["RS256", "ES256"])
+    #: The claims that name the principal's user, org and (optionally) agent.
+    oauth_user_claim: str = "sub"
+    oauth_org_claim: str = "org_id"
+    oauth_agent_claim: str = "agent_id"
+    #: Clock skew tolerated on ``exp``/``nbf``/``iat``.
+    oauth_leeway_seconds: int = Field(default=30, ge=0, le=300)
+    #: An unknown ``kid`` refetches the JWKS at most this often, so a flood of made-up kids
+    #: cannot hammer the authorization server.
+    oauth_jwks_refresh_seconds: float = Field(default=30, ge=0)
 
     @field_validator("database_url")
     @classmethod
@@ -90,6 +107,26 @@ class Settings(BaseSettings):
             return json.loads(value)
         except json.JSONDecodeError:
             raise ValueError('not JSON; expected an object of org id to requests per minute, e.g. {"acme": 600}') from None
+
+    @field_validator("oauth_issuer")
+    @classmethod
+    def _issuer_is_a_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("https://", "http://")):
+            raise ValueError("not an http(s) URL (the authorization server's issuer, e.g. https://auth.example.com)")
+        return value
+
+    @field_validator("oauth_algorithms", mode="before")
+    @classmethod
+    def _algorithms(cls, value: Any) -> Any:
+        names = [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
+        if isinstance(names, list):
+            refused = [name for name in names if not str(name).upper().startswith(ASYMMETRIC_ALGORITHM_FAMILIES)]
+            if refused or not names:
+                raise ValueError(
+                    "a comma-separated list of asymmetric JWS algorithms (RS*, PS*, ES*, EdDSA), e.g. RS256,ES256; "
+                    f"refused: {', '.join(map(str, refused)) or 'an empty list'}"
+                )
+        return names
 
     @property
     def protected(self) -> bool:

@@ -11,8 +11,9 @@ the ``Host`` and ``Origin`` headers name this service (``origins``, DNS rebindin
 the method is POST (a stateless server has no event stream to open with GET and no
 session to DELETE), the bearer token is valid (else 401 with ``WWW-Authenticate:
 Bearer resource_metadata=...`` pointing at the RFC 9728 document served next to it),
-the media types are JSON, the body fits, and it is one JSON-RPC message
-(``envelope``). Refusals before the body is read are HTTP matters and answer
+the media types are JSON, the body fits, it is one JSON-RPC message (``envelope``),
+and an OAuth token's tool call has the scope its operation needs (else 403
+``insufficient_scope``, which an OAuth client answers by asking for that scope). Refusals before the body is read are HTTP matters and answer
 problem+json like the REST API; a body that is not a JSON-RPC message gets a JSON-RPC
 error, as the protocol defines. The token is verified here once per request; a tool
 call carries that principal into its in-process REST request (``Caller``) and is
@@ -29,27 +30,39 @@ from fastapi import FastAPI
 from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp_types import JSONRPCMessage, JSONRPCRequest
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from memory_bank.api.auth import bearer_token, principal_of
+from memory_bank.api.auth import (
+    RESOURCE_METADATA_PATH,
+    bearer_token,
+    challenged_principal,
+    insufficient_scope,
+)
 from memory_bank.api.bodies import read_capped
 from memory_bank.api.problems import HttpRefusal, error_for_status, problem_response
 from memory_bank.capabilities.execute.outcome import Caller
-from memory_bank.errors import BackendUnavailable, DomainError, ErrorCode, PayloadTooLarge, PermissionDenied, Unauthorized
+from memory_bank.errors import (
+    BackendUnavailable,
+    DomainError,
+    ErrorCode,
+    PayloadTooLarge,
+    PermissionDenied,
+)
 from memory_bank.mcp.envelope import EnvelopeError, check_envelope
-from memory_bank.mcp.exchange import answer, answered_here
+from memory_bank.mcp.exchange import CALL_TOOL, answer, answered_here
 from memory_bank.mcp.origins import AllowedOrigins
 from memory_bank.mcp.server import build_server
 from memory_bank.mcp.tools import Toolbox
 from memory_bank.observability.metrics import MCP_OPERATION, name_operation
+from memory_bank.security.oauth import OAuthTokens
 from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.store.tokens import TokenStore
 
 MCP_PATH = "/mcp"
-RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource"
 _CALLER = "mcp_caller"
 
 #: The largest tool call the catalog allows, postMemory with every bound filled by
@@ -87,9 +100,13 @@ def _caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
 class McpHttp:
     """The ``/mcp`` ASGI endpoint and the protected-resource document."""
 
-    def __init__(self, toolbox: Toolbox, tokens: TokenStore, public_url: str, *, allow_loopback: bool) -> None:
+    def __init__(
+        self, toolbox: Toolbox, tokens: TokenStore, oauth: OAuthTokens | None, public_url: str, *, allow_loopback: bool
+    ) -> None:
         self._server = build_server(toolbox, _caller_of)
+        self._toolbox = toolbox
         self._tokens = tokens
+        self._oauth = oauth
         self._public_url = public_url.rstrip("/")
         self._origins = AllowedOrigins(public_url, allow_loopback=allow_loopback)
         self._manager: StreamableHTTPSessionManager | None = None
@@ -108,9 +125,12 @@ class McpHttp:
                 self._manager = None
 
     def resource_metadata(self) -> dict[str, Any]:
-        """RFC 9728 protected-resource metadata: what ``/mcp`` is and how to present a token."""
-        return {
-            "resource": self._public_url + MCP_PATH,
+        """RFC 9728 protected-resource metadata: what ``/mcp`` is, how to present a token and, when
+        one is configured, the authorization server that issues them (an OAuth client needs no header)."""
+        document: dict[str, Any] = {"resource": self._public_url + MCP_PATH}
+        if self._oauth is not None:
+            document["authorization_servers"] = [self._oauth.issuer]
+        return document | {
             "resource_name": "Memory Bank",
             "bearer_methods_supported": ["header"],
             "scopes_supported": sorted(PERMISSIONS),
@@ -137,6 +157,7 @@ class McpHttp:
             _check_media_types(request)
             body = await read_capped(request, MAX_BODY_BYTES, _too_large)
             message = check_envelope(body)
+            self._check_scope(message, caller)
             if self._manager is None:
                 raise BackendUnavailable("the MCP transport is not running")
         except (DomainError, HttpRefusal) as error:
@@ -163,15 +184,24 @@ class McpHttp:
     async def _authenticate(self, request: Request) -> Caller:
         """Who is calling, from the bearer token; 401 with the RFC 9728 challenge otherwise."""
         token = bearer_token(request)
-        try:
-            principal = await principal_of(self._tokens, token)
-        except Unauthorized as refused:
-            challenge = f'Bearer resource_metadata="{self._public_url}{RESOURCE_METADATA_PATH}"'
-            if token is not None:
-                challenge += ', error="invalid_token"'
-            raise HttpRefusal(refused, headers={"WWW-Authenticate": challenge}) from None
+        principal = await challenged_principal(self._tokens, token, self._oauth, self._public_url)
         assert token is not None  # principal_of refuses a missing token
         return Caller(token, principal, request_id=getattr(request.state, "request_id", None))
+
+    def _check_scope(self, message: JSONRPCMessage, caller: Caller) -> None:
+        """403 ``insufficient_scope`` for an OAuth token's tool call that needs a scope it lacks.
+
+        An OAuth client answers that by asking its authorization server for the scope
+        (step-up) and retrying; an ``mb_`` token cannot gain one, so its call is answered
+        as before, with a ``permission_denied`` tool result.
+        """
+        if caller.principal.issuer is None or not isinstance(message, JSONRPCRequest) or message.method != CALL_TOOL:
+            return
+        params = message.params or {}
+        arguments = params.get("arguments")
+        permission = self._toolbox.permission_of(str(params.get("name")), arguments if isinstance(arguments, dict) else {})
+        if permission is not None and not caller.principal.allows(permission):
+            raise insufficient_scope(self._public_url, permission)
 
 
 def _check_media_types(request: Request) -> None:

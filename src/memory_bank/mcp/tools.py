@@ -26,6 +26,7 @@ from typing import Any
 import mcp_types as types
 from jsonschema import Draft202012Validator
 
+from memory_bank.api.auth import ANY_TOKEN
 from memory_bank.api.problems import validation_error
 from memory_bank.capabilities.execute.dispatch import Call, Executor, Refusal
 from memory_bank.capabilities.execute.outcome import Caller, Outcome
@@ -163,6 +164,17 @@ class Toolbox:
             return self._meta_schemas[name]
         capability = self._registry.get(name) if self._direct else None
         return capability["inputSchema"] if capability is not None else None
+
+    def permission_of(self, name: str, arguments: Mapping[str, Any]) -> str | None:
+        """The permission tool call ``name`` needs: its operation's, for ``execute_capability`` the named
+        one's; None when any token may make it or it names no operation (refused later, as it is)."""
+        if self._meta and name == EXECUTE:
+            named = arguments.get("name")
+            capability = self._registry.get(named) if isinstance(named, str) else None
+        else:
+            capability = self._registry.get(name) if self._direct else None
+        permission = capability["policy"]["permission"] if capability is not None else None
+        return None if permission == ANY_TOKEN else permission
 
     async def admit(self, caller: Caller) -> None:
         """Charge one request of ``caller`` to its org; ``DomainError`` (``rate_limited``...) refuses it."""

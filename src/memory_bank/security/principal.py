@@ -16,6 +16,8 @@ class Principal:
     user_id: str
     agent_id: str | None
     permissions: frozenset[str]
+    #: The authorization server that issued the JWT this principal came from; None for an ``mb_`` token.
+    issuer: str | None = None
 
     def allows(self, permission: str) -> bool:
         """``memory:admin`` implies every other memory permission."""

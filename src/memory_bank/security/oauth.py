@@ -1,0 +1,185 @@
+"""JWT access tokens from a configured OAuth 2.1 authorization server, beside the opaque ``mb_`` tokens.
+
+The service is a resource server: it never issues these tokens, it checks them. The
+authorization server's metadata (RFC 8414, else OpenID discovery) names its JWKS; both
+are fetched with httpx and kept. A token whose ``kid`` is not among the kept keys makes
+the JWKS be fetched again, at most once per ``oauth_jwks_refresh_seconds``, so a key the
+server rotates in is accepted without a restart while a flood of made-up kids costs the
+server one request per interval. Keys already held keep working while it is down.
+
+What is checked (joserfc does the signature and the registered claims): the algorithm is
+one of the pinned asymmetric ones, the signature, ``iss``, ``exp``/``nbf`` with a small
+leeway, and ``aud``: one of this resource's URLs (RFC 8707; ``audiences``). Scopes map
+1:1 onto permissions (``memory:read`` ... ``memory:admin``); others (``openid``...) grant
+nothing. The user, org and agent come from configurable claims and meet the same id
+rules as ids minted by the CLI.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Collection
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from joserfc import jws, jwt
+from joserfc.errors import JoseError
+from joserfc.jwk import KeySet
+
+from memory_bank.errors import BackendUnavailable, Unauthorized
+from memory_bank.security.principal import Principal, check_owner_id
+from memory_bank.security.tokens import PERMISSIONS, TOKEN_PREFIX
+from memory_bank.settings import Settings
+
+log = logging.getLogger(__name__)
+
+#: Seconds an exchange with the authorization server may take before it counts as down.
+FETCH_TIMEOUT_SECONDS = 5.0
+#: The principal's ``token_id`` (audit) for a JWT: ``oauth:`` and its ``jti`` (else its subject).
+TOKEN_ID_PREFIX = "oauth:"
+
+
+def looks_like_jwt(token: str) -> bool:
+    """A JWS compact serialisation (three dot-separated parts), not an ``mb_`` token."""
+    return not token.startswith(TOKEN_PREFIX) and token.count(".") == 2
+
+
+def metadata_urls(issuer: str) -> list[str]:
+    """Where ``issuer``'s metadata may be: RFC 8414's well-known URL (inserted before the
+    issuer's path), then OpenID discovery's (appended to it)."""
+    parts = urlsplit(issuer)
+    origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
+    return [f"{origin}/.well-known/oauth-authorization-server{path}", f"{origin}{path}/.well-known/openid-configuration"]
+
+
+def audiences(public_url: str, mcp_path: str) -> list[str]:
+    """This resource's identifiers a token may be issued for: the service and its MCP endpoint
+    (one token serves both doors, which run the same operations)."""
+    base = public_url.rstrip("/")
+    return [base, base + mcp_path]
+
+
+class AuthorizationServerDown(BackendUnavailable):
+    """The authorization server did not answer, and no key held can check the token."""
+
+
+class OAuthTokens:
+    """Verifies JWT access tokens of one issuer into principals."""
+
+    def __init__(
+        self, settings: Settings, audience: Collection[str], *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if settings.oauth_issuer is None:
+            raise ValueError("OAuthTokens needs MEMORY_BANK_OAUTH_ISSUER")
+        self.issuer = settings.oauth_issuer
+        self._algorithms = list(settings.oauth_algorithms)
+        self._user_claim, self._org_claim = settings.oauth_user_claim, settings.oauth_org_claim
+        self._agent_claim = settings.oauth_agent_claim
+        self._refresh_seconds = settings.oauth_jwks_refresh_seconds
+        self._claims = jwt.JWTClaimsRegistry(
+            leeway=settings.oauth_leeway_seconds,
+            iss={"essential": True, "value": self.issuer},
+            aud={"essential": True, "values": list(audience)},
+            exp={"essential": True},
+        )
+        self._clock = clock
+        self._jwks_uri: str | None = None
+        self._keys: KeySet | None = None
+        self._fetched_at: float | None = None
+
+    async def verify(self, token: str) -> Principal:
+        """The principal ``token`` stands for; ``unauthorized`` saying what is wrong, or
+        ``backend_unavailable`` when the keys to check it cannot be had."""
+        try:
+            header = jws.extract_compact(token.encode("ascii")).headers()
+        except (JoseError, ValueError, UnicodeError):
+            raise Unauthorized("the bearer token is not a valid JWT") from None
+        if header.get("alg") not in self._algorithms:
+            raise Unauthorized(f"the token's algorithm is not accepted; accepted: {', '.join(self._algorithms)}")
+        keys = await self._keys_for(header.get("kid"))
+        try:
+            decoded = jwt.decode(token, keys, algorithms=self._algorithms)
+            self._claims.validate(decoded.claims)
+        except JoseError as error:
+            raise Unauthorized(f"the access token is not valid: {error.description or error.error}") from None
+        return self._principal(decoded.claims)
+
+    async def _keys_for(self, kid: Any) -> KeySet:
+        """The key set, fetched again first when it lacks ``kid`` and the last fetch is old enough."""
+        if self._keys is not None and _holds(self._keys, kid):
+            return self._keys
+        now = self._clock()
+        if self._fetched_at is not None and now - self._fetched_at < self._refresh_seconds:
+            if self._keys is None:
+                raise AuthorizationServerDown(f"the authorization server {self.issuer} was unreachable; try again shortly")
+            raise Unauthorized("the token's signing key (kid) is not one the authorization server publishes")
+        self._fetched_at = now  # before the fetch: concurrent unknown kids share this one attempt
+        try:
+            self._keys = await self._fetch_keys()
+        except (httpx.HTTPError, ValueError, JoseError) as error:
+            # The keys held still check the tokens they signed; this one may be signed by a new key.
+            log.warning("fetching the keys of %s failed: %s", self.issuer, error)
+            raise AuthorizationServerDown(f"the authorization server {self.issuer} is unreachable") from None
+        if not _holds(self._keys, kid):
+            raise Unauthorized("the token's signing key (kid) is not one the authorization server publishes")
+        return self._keys
+
+    async def _fetch_keys(self) -> KeySet:
+        async with httpx.AsyncClient(timeout=FETCH_TIMEOUT_SECONDS) as client:
+            if self._jwks_uri is None:
+                self._jwks_uri = await self._discover(client)
+            response = await client.get(self._jwks_uri)
+            response.raise_for_status()
+            return KeySet.import_key_set(response.json())
+
+    async def _discover(self, client: httpx.AsyncClient) -> str:
+        """The ``jwks_uri`` of the issuer's metadata, which must name this very issuer (RFC 8414 §3.3)."""
+        for url in metadata_urls(self.issuer):
+            response = await client.get(url)
+            if response.status_code == 404:
+                continue
+            response.raise_for_status()
+            metadata = response.json()
+            if metadata.get("issuer") != self.issuer:
+                raise ValueError(f"the metadata at {url} names issuer {metadata.get('issuer')!r}, not {self.issuer!r}")
+            jwks_uri = metadata.get("jwks_uri")
+            if isinstance(jwks_uri, str):
+                return jwks_uri
+            raise ValueError(f"the metadata at {url} has no jwks_uri")
+        raise ValueError(f"no authorization server metadata at {' or '.join(metadata_urls(self.issuer))}")
+
+    def _principal(self, claims: dict[str, Any]) -> Principal:
+        scope = claims.get("scope", "")
+        scopes = set(scope.split() if isinstance(scope, str) else scope if isinstance(scope, list) else [])
+        user_id = self._owner_id("user", self._user_claim, claims.get(self._user_claim))
+        org_id = self._owner_id("org", self._org_claim, claims.get(self._org_claim))
+        agent = claims.get(self._agent_claim)
+        agent_id = None if agent is None else self._owner_id("agent", self._agent_claim, agent)
+        token_id = TOKEN_ID_PREFIX + str(claims.get("jti") or user_id)
+        return Principal(
+            token_id=token_id[:128],
+            org_id=org_id,
+            user_id=user_id,
+            agent_id=agent_id,
+            permissions=frozenset(scopes & PERMISSIONS),
+            issuer=self.issuer,
+        )
+
+    @staticmethod
+    def _owner_id(kind: str, claim: str, value: Any) -> str:
+        if not isinstance(value, str):
+            raise Unauthorized(f"the access token has no {claim} claim (string) naming its {kind}")
+        try:
+            return check_owner_id(kind, value)
+        except ValueError as error:
+            raise Unauthorized(f"the access token's {claim} claim: {error}") from None
+
+
+def _holds(keys: KeySet | None, kid: Any) -> bool:
+    if keys is None:
+        return False
+    if kid is None:
+        return len(keys.keys) == 1
+    return any(key.kid == kid for key in keys)
