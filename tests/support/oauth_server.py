@@ -122,9 +122,13 @@ class AuthorizationServerOnLoopback:
         self.url = ""
 
     def _new_key(self) -> Key:
+        key: Key
         if self.algorithm.startswith("ES"):
-            return ECKey.generate_key("P-256", parameters={"alg": self.algorithm, "use": "sig"})
-        return RSAKey.generate_key(2048, parameters={"alg": self.algorithm, "use": "sig"})
+            key = ECKey.generate_key("P-256", parameters={"alg": self.algorithm, "use": "sig"})
+        else:
+            key = RSAKey.generate_key(2048, parameters={"alg": self.algorithm, "use": "sig"})
+        key.ensure_kid()  # the RFC 7638 thumbprint
+        return key
 
     @property
     def signing_key(self) -> Key:
@@ -184,7 +188,7 @@ class AuthorizationServerOnLoopback:
                 return {"org_id": user.org_id} | ({"agent_id": user.agent_id} if user.agent_id else {})
 
         class CodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[misc]
-            TOKEN_ENDPOINT_AUTH_METHODS = ["none", "client_secret_basic", "client_secret_post"]
+            TOKEN_ENDPOINT_AUTH_METHODS = ("none", "client_secret_basic", "client_secret_post")
 
             def save_authorization_code(self, code: str, req: Any) -> Code:
                 data = req.payload.data

@@ -1,0 +1,240 @@
+"""JWT access tokens from a real authorization server on loopback, checked by the app on both backends.
+
+The tokens are signed here with keys the test makes (or the server's own, as its token
+endpoint signs them); the server publishes the keys, so the app fetches its metadata and
+JWKS over HTTP as it would from a provider.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from joserfc.jwk import RSAKey
+from pydantic import ValidationError
+from support.backends import free_port
+from support.oauth_server import AuthorizationServerOnLoopback, User
+
+from memory_bank.app import create_app
+from memory_bank.settings import Settings
+from memory_bank.store.agents import AgentStore
+from memory_bank.store.tokens import TokenStore
+
+RESOURCE = "http://testserver"
+MCP = RESOURCE + "/mcp"
+METADATA = RESOURCE + "/.well-known/oauth-protected-resource"
+USER = User(sub="ada", org_id="acme")
+
+
+@pytest.fixture
+def issuer() -> Iterator[AuthorizationServerOnLoopback]:
+    with AuthorizationServerOnLoopback(USER).running() as server:
+        yield server
+
+
+def app_for(database_url: str, server: AuthorizationServerOnLoopback, issuer: str | None = None, **settings: Any) -> TestClient:
+    """The app trusting ``server`` (or ``issuer``), with the server's user's agent registered in its org."""
+    app = create_app(Settings(database_url=database_url, oauth_issuer=issuer or server.url, public_url=RESOURCE, **settings))
+    server.user = agent_of(app, server.user)
+    return TestClient(app)
+
+
+def agent_of(app: Any, user: User) -> User:
+    """``user`` acting through an agent registered in its org, as an admin registers one."""
+    return replace(user, agent_id=AgentStore(app.state.engine).create(user.org_id, "laptop").id)
+
+
+@pytest.fixture
+def client(database_url: str, issuer: AuthorizationServerOnLoopback) -> Iterator[TestClient]:
+    with app_for(database_url, issuer) as client:
+        yield client
+    client.app.state.engine.dispose()
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def save(client: TestClient, token: str, content: str = "the deploy key lives in the vault") -> Any:
+    return client.post("/v1/memory", json={"content": content}, headers=bearer(token))
+
+
+def assert_invalid_token(response: Any) -> None:
+    assert response.status_code == 401, response.text
+    assert response.json()["code"] == "unauthorized"
+    challenge = response.headers["www-authenticate"]
+    assert challenge.startswith(f'Bearer resource_metadata="{METADATA}"') and 'error="invalid_token"' in challenge
+
+
+def test_a_valid_token_saves_and_finds_with_either_audience(client: TestClient, issuer: AuthorizationServerOnLoopback) -> None:
+    for audience in (RESOURCE, MCP):
+        token = issuer.sign(issuer.claims(audience))
+        saved = save(client, token, f"written with a token for {audience}")
+        assert saved.status_code == 201, saved.text
+        assert saved.json()["user_id"] == USER.sub and saved.json()["agent_id"] == issuer.user.agent_id
+    found = client.get("/v1/memory/search", params={"q": "written token"}, headers=bearer(token)).json()["results"]
+    assert len(found) == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"exp": int(time.time()) - 120}, "expired beyond the leeway"),
+        ({"nbf": int(time.time()) + 600}, "not valid yet"),
+        ({"aud": "https://another.example/mcp"}, "issued for another resource"),
+        ({"iss": "https://another-issuer.example"}, "from another issuer"),
+        ({"org_id": None}, "naming no org"),
+        ({"org_id": "acme "}, "an org id another backend would pad"),
+    ],
+)
+def test_a_token_that_fails_a_check_is_invalid(
+    client: TestClient, issuer: AuthorizationServerOnLoopback, change: dict[str, Any], why: str
+) -> None:
+    claims = {k: v for k, v in (issuer.claims(MCP) | change).items() if v is not None}
+    assert_invalid_token(save(client, issuer.sign(claims)))
+
+
+def test_a_token_expired_within_the_leeway_is_accepted(client: TestClient, issuer: AuthorizationServerOnLoopback) -> None:
+    assert save(client, issuer.sign(issuer.claims(MCP, exp=int(time.time()) - 5))).status_code == 201
+
+
+def _segment(value: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+
+def test_alg_none_is_refused(client: TestClient, issuer: AuthorizationServerOnLoopback) -> None:
+    header = {"alg": "none", "typ": "JWT", "kid": issuer.signing_key.kid}
+    assert_invalid_token(save(client, f"{_segment(header)}.{_segment(issuer.claims(MCP))}."))
+
+
+def test_hs256_signed_with_the_published_public_key_is_refused(client: TestClient, issuer: AuthorizationServerOnLoopback) -> None:
+    """The classic confusion: an HMAC whose secret is the public key every client can download."""
+    public_pem = issuer.signing_key.as_pem(private=False)
+    signing_input = f"{_segment({'alg': 'HS256', 'kid': issuer.signing_key.kid})}.{_segment(issuer.claims(MCP))}"
+    mac = hmac.new(public_pem, signing_input.encode(), hashlib.sha256).digest()
+    forged = signing_input + "." + base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
+    assert_invalid_token(save(client, forged))
+
+
+def test_a_token_signed_by_a_key_the_server_never_published_is_refused(
+    client: TestClient, issuer: AuthorizationServerOnLoopback
+) -> None:
+    stranger = RSAKey.generate_key(2048, parameters={"kid": issuer.signing_key.kid})  # even with a known kid
+    assert_invalid_token(save(client, issuer.sign(issuer.claims(MCP), key=stranger)))
+
+
+def test_an_unknown_kid_refetches_the_keys_once_then_is_refused(
+    database_url: str, issuer: AuthorizationServerOnLoopback
+) -> None:
+    strangers = [RSAKey.generate_key(2048, parameters={"kid": f"made-up-{n}"}) for n in range(5)]
+    with app_for(database_url, issuer, oauth_jwks_refresh_seconds=1) as client:
+        assert save(client, issuer.sign(issuer.claims(MCP))).status_code == 201
+        time.sleep(1.1)  # the keys are old enough to be fetched again
+        fetched = issuer.jwks_fetches
+        for stranger in strangers:  # a flood of made-up kids: one refetch, not five
+            assert_invalid_token(save(client, issuer.sign(issuer.claims(MCP), key=stranger)))
+        assert issuer.jwks_fetches == fetched + 1
+    client.app.state.engine.dispose()
+
+
+def test_a_rotated_key_is_accepted_without_a_restart(database_url: str, issuer: AuthorizationServerOnLoopback) -> None:
+    with app_for(database_url, issuer, oauth_jwks_refresh_seconds=0) as client:
+        assert save(client, issuer.sign(issuer.claims(MCP)), "signed by the first key").status_code == 201
+        old = issuer.signing_key
+        issuer.rotate()
+        assert save(client, issuer.sign(issuer.claims(MCP)), "signed by the new key").status_code == 201
+        assert save(client, issuer.sign(issuer.claims(MCP), key=old), "the old key is still published").status_code == 201
+    client.app.state.engine.dispose()
+
+
+def test_a_token_lacking_a_scope_is_403_insufficient_scope_on_rest_and_mcp(
+    client: TestClient, issuer: AuthorizationServerOnLoopback
+) -> None:
+    read_only = issuer.sign(issuer.claims(MCP, scope="memory:read openid"))
+    refused = save(client, read_only)
+    assert refused.status_code == 403 and refused.json()["code"] == "permission_denied"
+    assert refused.headers["www-authenticate"] == (
+        f'Bearer resource_metadata="{METADATA}", error="insufficient_scope", scope="memory:write"'
+    )
+    assert client.get("/v1/memory/search", params={"q": "vault"}, headers=bearer(read_only)).status_code == 200
+    call = {
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "execute_capability", "arguments": {"name": "postMemory", "body": {"content": "x"}}},
+    }
+    headers = bearer(read_only) | {"Accept": "application/json, text/event-stream"}
+    over_mcp = client.post("/mcp", json=call, headers=headers)
+    assert over_mcp.status_code == 403
+    assert 'error="insufficient_scope", scope="memory:write"' in over_mcp.headers["www-authenticate"]
+    search = {**call, "params": {"name": "search_capabilities", "arguments": {"query": "save a memory"}}}
+    assert client.post("/mcp", json=search, headers=headers).status_code == 200  # any token may search
+
+
+def test_another_orgs_memory_is_404_to_a_jwt(client: TestClient, issuer: AuthorizationServerOnLoopback) -> None:
+    theirs = save(client, TokenStore(client.app.state.engine).create("globex", "ada", "bot", ["memory:read", "memory:write"])[0]).json()
+    mine = issuer.sign(issuer.claims(MCP))  # same user name, another org
+    assert client.get(f"/v1/memory/{theirs['id']}", headers=bearer(mine)).status_code == 404
+    assert client.delete(f"/v1/memory/{theirs['id']}", headers=bearer(mine)).status_code == 404
+
+
+def test_mb_tokens_keep_working_beside_jwts(client: TestClient) -> None:
+    token = TokenStore(client.app.state.engine).create(USER.org_id, "bob", "desk", ["memory:read", "memory:write"])[0]
+    assert save(client, token).status_code == 201
+
+
+def test_the_resource_document_names_the_authorization_server(client: TestClient, issuer: AuthorizationServerOnLoopback) -> None:
+    for path in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"):
+        document = client.get(path).json()
+        assert document["authorization_servers"] == [issuer.url]
+        assert document["resource"] == MCP and document["scopes_supported"] == ["memory:admin", "memory:read", "memory:write"]
+
+
+def test_an_unreachable_authorization_server_is_503_and_held_keys_keep_working(database_url: str) -> None:
+    server = AuthorizationServerOnLoopback(USER)
+    with server.running():
+        with app_for(database_url, server, oauth_jwks_refresh_seconds=0) as client:
+            token = server.sign(server.claims(MCP))
+            assert save(client, token).status_code == 201  # keys fetched
+    with client:  # the server is gone now
+        assert save(client, token, "signed by a held key").status_code == 201
+        rotated = server.sign(server.claims(MCP), key=server.rotate())
+        down = save(client, rotated)
+        assert down.status_code == 503 and down.json()["code"] == "backend_unavailable"
+    client.app.state.engine.dispose()
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    with app_for(database_url, server, issuer=nowhere) as cold:  # never reached: no keys at all
+        down = save(cold, server.sign(server.claims(MCP) | {"iss": nowhere}))
+        assert down.status_code == 503 and "unreachable" in down.json()["detail"]
+    cold.app.state.engine.dispose()
+
+
+@pytest.mark.parametrize("algorithms", ["none", "HS256", "RS256,HS512", ""])
+def test_symmetric_or_no_algorithms_are_refused_at_start(algorithms: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_BANK_OAUTH_ALGORITHMS", algorithms)
+    with pytest.raises(ValidationError, match="asymmetric"):
+        Settings()
+
+
+def test_algorithms_and_claim_names_are_configurable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_BANK_OAUTH_ALGORITHMS", "ES256, EdDSA")
+    monkeypatch.setenv("MEMORY_BANK_OAUTH_ORG_CLAIM", "tenant")
+    settings = Settings()
+    assert settings.oauth_algorithms == ["ES256", "EdDSA"] and settings.oauth_org_claim == "tenant"
+
+
+def test_an_es256_server_with_its_own_org_claim(database_url: str) -> None:
+    with AuthorizationServerOnLoopback(USER, algorithm="ES256").running() as server, app_for(
+        database_url, server, oauth_org_claim="tenant"
+    ) as client:
+        claims = server.claims(RESOURCE)
+        claims["tenant"] = claims.pop("org_id")
+        assert save(client, server.sign(claims)).status_code == 201
+        assert_invalid_token(save(client, server.sign(server.claims(RESOURCE))))  # org_id is not the claim now
+    client.app.state.engine.dispose()
