@@ -198,10 +198,9 @@ def test_the_resource_document_names_the_authorization_server(client: TestClient
 
 def test_an_unreachable_authorization_server_is_503_and_held_keys_keep_working(database_url: str) -> None:
     server = AuthorizationServerOnLoopback(USER)
-    with server.running():
-        with app_for(database_url, server, oauth_jwks_refresh_seconds=0) as client:
-            token = server.sign(server.claims(MCP))
-            assert save(client, token).status_code == 201  # keys fetched
+    with server.running(), app_for(database_url, server, oauth_jwks_refresh_seconds=0) as client:
+        token = server.sign(server.claims(MCP))
+        assert save(client, token).status_code == 201  # keys fetched
     with client:  # the server is gone now
         assert save(client, token, "signed by a held key").status_code == 201
         rotated = server.sign(server.claims(MCP), key=server.rotate())
