@@ -13,7 +13,6 @@ import hmac
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -21,11 +20,10 @@ from fastapi.testclient import TestClient
 from joserfc.jwk import RSAKey
 from pydantic import ValidationError
 from support.backends import free_port
-from support.oauth_server import AuthorizationServerOnLoopback, User
+from support.oauth_server import AuthorizationServerOnLoopback, User, agent_of
 
 from memory_bank.app import create_app
 from memory_bank.settings import Settings
-from memory_bank.store.agents import AgentStore
 from memory_bank.store.tokens import TokenStore
 
 RESOURCE = "http://testserver"
@@ -45,11 +43,6 @@ def app_for(database_url: str, server: AuthorizationServerOnLoopback, issuer: st
     app = create_app(Settings(database_url=database_url, oauth_issuer=issuer or server.url, public_url=RESOURCE, **settings))
     server.user = agent_of(app, server.user)
     return TestClient(app)
-
-
-def agent_of(app: Any, user: User) -> User:
-    """``user`` acting through an agent registered in its org, as an admin registers one."""
-    return replace(user, agent_id=AgentStore(app.state.engine).create(user.org_id, "laptop").id)
 
 
 @pytest.fixture

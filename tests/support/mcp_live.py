@@ -91,9 +91,10 @@ def live_server(
     rate_limit_rpm: int = 100_000,
     database_url: str | None = None,
     clock: Callable[[], float] = time.time,
+    oauth_issuer: str | None = None,
 ) -> Iterator[LiveServer]:
     """Serve a fresh app until the block ends, on ``database_url`` or else on SQLite in ``directory``
-    (each org gets ``rate_limit_rpm`` per minute of ``clock``)."""
+    (each org gets ``rate_limit_rpm`` per minute of ``clock``), trusting ``oauth_issuer``'s tokens if given."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     settings = Settings(
@@ -101,6 +102,7 @@ def live_server(
         public_url=url,
         mcp_tools=mode,
         rate_limit_rpm=rate_limit_rpm,
+        oauth_issuer=oauth_issuer,
     )
     app = create_app(settings, clock=clock)
     try:

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from authlib.integrations.flask_oauth2 import AuthorizationServer
@@ -32,6 +32,8 @@ from flask import Flask, g, jsonify
 from joserfc import jwt
 from joserfc.jwk import ECKey, Key, KeySet, RSAKey
 from werkzeug.serving import make_server
+
+from memory_bank.store.agents import AgentStore
 
 SCOPES = ["memory:read", "memory:write", "memory:admin"]
 
@@ -52,6 +54,11 @@ class User:
 
     def get_user_id(self) -> str:
         return self.sub
+
+
+def agent_of(app: Any, user: User) -> User:
+    """``user`` acting through an agent registered in the app's org, as an admin registers one."""
+    return replace(user, agent_id=AgentStore(app.state.engine).create(user.org_id, "laptop").id)
 
 
 @dataclass
