@@ -24,7 +24,7 @@ from mcp import Client
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
-from support.mcp_live import live_server
+from support.mcp_live import LiveServer, live_server
 from support.oauth_server import AuthorizationServerOnLoopback, User, agent_of
 
 #: Where the authorization server sends the browser back; nothing listens there, the handler reads the redirect.
@@ -75,29 +75,33 @@ def ok(result: Any) -> Any:
     return result.structured_content
 
 
+def oauth_client(server: LiveServer, storage: MemoryTokenStorage, browser: ConsentingBrowser) -> OAuthClientProvider:
+    """The SDK's OAuth client for ``server``'s ``/mcp``: all it is told is the URL."""
+    metadata = OAuthClientMetadata(
+        client_name="memory-bank oauth test",
+        redirect_uris=[REDIRECT_URI],
+        grant_types=["authorization_code"],
+        response_types=["code"],
+        token_endpoint_auth_method="none",
+    )
+    return OAuthClientProvider(server.mcp_url, metadata, storage, browser.open, browser.callback)
+
+
 async def test_an_oauth_mcp_client_connects_with_no_header_and_saves_and_finds_a_memory(tmp_path: Path) -> None:
     authorization = AuthorizationServerOnLoopback(User(sub="ada", org_id="acme"))
     with authorization.running(), live_server(tmp_path, oauth_issuer=authorization.url) as server:
         authorization.user = agent_of(server.app, authorization.user)
         storage, browser = MemoryTokenStorage(), ConsentingBrowser()
-        metadata = OAuthClientMetadata(
-            client_name="memory-bank oauth test",
-            redirect_uris=[REDIRECT_URI],
-            grant_types=["authorization_code"],
-            response_types=["code"],
-            token_endpoint_auth_method="none",
-        )
-        provider = OAuthClientProvider(server.mcp_url, metadata, storage, browser.open, browser.callback)
-        async with httpx2.AsyncClient(auth=provider, timeout=30) as http:
-            async with Client(streamable_http_client(server.mcp_url, http_client=http)) as client:
-                found = ok(await client.call_tool("search_capabilities", {"query": "remember a fact"}))
-                saved = ok(await client.call_tool(
-                    "execute_capability", {"name": "postMemory", "body": {"content": "the staging database is read-only on Fridays"}}
-                ))
-                hits = ok(await client.call_tool(
-                    "execute_capability", {"name": "getMemorySearch", "query": {"q": "staging database Fridays"}}
-                ))
-        keys = KeySet.import_key_set(httpx.get(authorization.url + "/jwks").json())
+        async with (
+            httpx2.AsyncClient(auth=oauth_client(server, storage, browser), timeout=30) as http,
+            Client(streamable_http_client(server.mcp_url, http_client=http)) as client,
+        ):
+            found = ok(await client.call_tool("search_capabilities", {"query": "remember a fact"}))
+            content = "the staging database is read-only on Fridays"
+            saved = ok(await client.call_tool("execute_capability", {"name": "postMemory", "body": {"content": content}}))
+            hits = ok(await client.call_tool("execute_capability", {"name": "getMemorySearch", "query": {"q": "staging Fridays"}}))
+        async with httpx.AsyncClient() as plain:
+            keys = KeySet.import_key_set((await plain.get(authorization.url + "/jwks")).json())
         assert storage.tokens is not None
         claims = jwt.decode(storage.tokens.access_token, keys).claims
     assert "postMemory" in [card["name"] for card in found["results"]]
@@ -108,3 +112,22 @@ async def test_an_oauth_mcp_client_connects_with_no_header_and_saves_and_finds_a
     assert len(browser.redirects) == 1
     assert claims["aud"] == server.mcp_url and claims["iss"] == authorization.url
     assert set(claims["scope"].split()) == {"memory:read", "memory:write", "memory:admin"}
+
+
+async def test_a_token_lacking_the_write_scope_steps_up_and_the_write_goes_through(tmp_path: Path) -> None:
+    """The person first grants reading only; the save meets 403 insufficient_scope, the client asks
+    for memory:write, the person grants it, and the same call is retried with the new token."""
+    authorization = AuthorizationServerOnLoopback(User(sub="ada", org_id="acme"))
+    authorization.consents = [{"memory:read"}, {"memory:read", "memory:write"}]
+    with authorization.running(), live_server(tmp_path, oauth_issuer=authorization.url) as server:
+        authorization.user = agent_of(server.app, authorization.user)
+        storage, browser = MemoryTokenStorage(), ConsentingBrowser()
+        async with (
+            httpx2.AsyncClient(auth=oauth_client(server, storage, browser), timeout=30) as http,
+            Client(streamable_http_client(server.mcp_url, http_client=http)) as client,
+        ):
+            ok(await client.call_tool("execute_capability", {"name": "getMemorySearch", "query": {"q": "anything"}}))
+            assert storage.tokens is not None and storage.tokens.scope == "memory:read"
+            saved = ok(await client.call_tool("execute_capability", {"name": "postMemory", "body": {"content": "granted later"}}))
+    assert saved["content"] == "granted later"
+    assert len(browser.redirects) == 2 and set(storage.tokens.scope.split()) == {"memory:read", "memory:write"}

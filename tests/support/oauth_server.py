@@ -5,7 +5,8 @@ What an MCP client that speaks OAuth meets at a real provider: RFC 8414 metadata
 required), RFC 8707 ``resource`` (the authorization code remembers it and the access
 token's ``aud`` is it), and RFC 9068 JWT access tokens signed with a key it publishes
 in its JWKS. Consent is automatic for one test user, whose org and agent go into the
-token as claims. ``rotate`` publishes a new signing key, as a provider rotating keys
+token as claims; ``consents`` can narrow what the person grants, one entry per
+authorization (the last repeats), as a person unticking a scope would. ``rotate`` publishes a new signing key, as a provider rotating keys
 does; ``jwks_fetches`` counts how often the JWKS was read, for the refresh limits.
 
 Flask serves it (authlib's server integration is Flask's) with werkzeug in a thread.
@@ -126,6 +127,7 @@ class AuthorizationServerOnLoopback:
         self.clients: dict[str, Client] = {}
         self.codes: dict[str, Code] = {}
         self.jwks_fetches = 0
+        self.consents: list[set[str]] = []
         self.url = ""
 
     def _new_key(self) -> Key:
@@ -159,6 +161,11 @@ class AuthorizationServerOnLoopback:
         if self.user.agent_id is not None:
             claims["agent_id"] = self.user.agent_id
         return claims | extra
+
+    def consent(self, requested: str) -> str:
+        """The part of the ``requested`` scope the person grants this time."""
+        granted = (self.consents.pop(0) if len(self.consents) > 1 else self.consents[0]) if self.consents else set(SCOPES)
+        return " ".join(scope for scope in requested.split() if scope in granted)
 
     def metadata(self) -> dict[str, Any]:
         document = AuthorizationServerMetadata(
@@ -200,7 +207,7 @@ class AuthorizationServerOnLoopback:
             def save_authorization_code(self, code: str, req: Any) -> Code:
                 data = req.payload.data
                 saved = Code(
-                    code, req.client.client_id, data.get("redirect_uri"), req.scope or "", req.user,
+                    code, req.client.client_id, data.get("redirect_uri"), outer.consent(req.scope or ""), req.user,
                     data.get("code_challenge"), data.get("code_challenge_method"), data.get("resource"),
                 )
                 outer.codes[code] = saved
