@@ -2,12 +2,14 @@
 
 What an MCP client that speaks OAuth meets at a real provider: RFC 8414 metadata, RFC
 7591 dynamic client registration, the authorization code grant with PKCE (S256
-required), RFC 8707 ``resource`` (the authorization code remembers it and the access
-token's ``aud`` is it), and RFC 9068 JWT access tokens signed with a key it publishes
-in its JWKS. Consent is automatic for one test user, whose org and agent go into the
-token as claims; ``consents`` can narrow what the person grants, one entry per
-authorization (the last repeats), as a person unticking a scope would. ``rotate`` publishes a new signing key, as a provider rotating keys
-does; ``jwks_fetches`` counts how often the JWKS was read, for the refresh limits.
+required) and refresh tokens (rotated on use) for clients that register for them, RFC
+8707 ``resource`` (the code and the refresh token remember it, and the access token's
+``aud`` is it), and RFC 9068 JWT access tokens signed with a key it publishes in its
+JWKS. Consent is automatic for one test user, whose org and agent go into the token as
+claims; ``consents`` can narrow what the person grants, one entry per authorization
+(the last repeats), as a person unticking a scope would. ``rotate`` publishes a new
+signing key, as a provider rotating keys does; ``jwks_fetches`` counts how often the
+JWKS was read, for the refresh limits.
 
 Flask serves it (authlib's server integration is Flask's) with werkzeug in a thread.
 """
@@ -22,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from authlib.common.security import generate_token
 from authlib.integrations.flask_oauth2 import AuthorizationServer
 from authlib.oauth2.rfc6749 import grants
 from authlib.oauth2.rfc6749.errors import OAuth2Error
@@ -117,6 +120,23 @@ class Code:
         return self.scope
 
 
+@dataclass
+class Refresh:
+    """A refresh token: what it may be exchanged for, and by whom."""
+
+    refresh_token: str
+    client_id: str
+    scope: str
+    user: User
+    resource: str | None
+
+    def get_scope(self) -> str:
+        return self.scope
+
+    def check_client(self, client: Client) -> bool:
+        return client.client_id == self.client_id
+
+
 class AuthorizationServerOnLoopback:
     """The server and its state; ``url`` is its issuer once ``running`` is entered."""
 
@@ -126,6 +146,7 @@ class AuthorizationServerOnLoopback:
         self.keys: list[Key] = [self._new_key()]
         self.clients: dict[str, Client] = {}
         self.codes: dict[str, Code] = {}
+        self.refreshes: dict[str, Refresh] = {}
         self.jwks_fetches = 0
         self.consents: list[set[str]] = []
         self.url = ""
@@ -177,7 +198,7 @@ class AuthorizationServerOnLoopback:
                 "jwks_uri": self.url + "/jwks",
                 "scopes_supported": SCOPES,
                 "response_types_supported": ["code"],
-                "grant_types_supported": ["authorization_code"],
+                "grant_types_supported": ["authorization_code", "refresh_token"],
                 "token_endpoint_auth_methods_supported": ["none", "client_secret_basic", "client_secret_post"],
                 "code_challenge_methods_supported": ["S256"],
             }
@@ -188,8 +209,14 @@ class AuthorizationServerOnLoopback:
     def app(self) -> Flask:
         app = Flask(__name__)
         app.config["OAUTH2_SCOPES_SUPPORTED"] = SCOPES
-        server = AuthorizationServer(app, query_client=self.clients.get, save_token=lambda token, req: None)
         outer = self
+
+        def save_token(token: dict[str, Any], req: Any) -> None:
+            if "refresh_token" in token:
+                refresh = Refresh(token["refresh_token"], req.client.client_id, token.get("scope", ""), req.user, g.resource)
+                outer.refreshes[refresh.refresh_token] = refresh
+
+        server = AuthorizationServer(app, query_client=self.clients.get, save_token=save_token)
 
         class TokenGenerator(JWTBearerTokenGenerator):  # type: ignore[misc]
             def get_jwks(self) -> KeySet:
@@ -229,6 +256,20 @@ class AuthorizationServerOnLoopback:
                 g.resource = code.resource
                 return code.user
 
+        class RefreshGrant(grants.RefreshTokenGrant):  # type: ignore[misc]
+            TOKEN_ENDPOINT_AUTH_METHODS = CodeGrant.TOKEN_ENDPOINT_AUTH_METHODS
+            INCLUDE_NEW_REFRESH_TOKEN = True  # OAuth 2.1: a public client's refresh token is single-use
+
+            def authenticate_refresh_token(self, refresh_token: str) -> Refresh | None:
+                return outer.refreshes.get(refresh_token)
+
+            def authenticate_user(self, refresh: Refresh) -> User:
+                g.resource = refresh.resource
+                return refresh.user
+
+            def revoke_old_credential(self, refresh: Refresh) -> None:
+                outer.refreshes.pop(refresh.refresh_token, None)
+
         class Registration(ClientRegistrationEndpoint):  # type: ignore[misc]
             def get_server_metadata(self) -> dict[str, Any]:
                 return outer.metadata()
@@ -242,8 +283,10 @@ class AuthorizationServerOnLoopback:
                 outer.clients[client.client_id] = client
                 return client
 
-        server.register_token_generator("default", TokenGenerator(issuer=self.url, alg=self.algorithm))
+        tokens = TokenGenerator(issuer=self.url, alg=self.algorithm, refresh_token_generator=lambda **_: generate_token(48))
+        server.register_token_generator("default", tokens)
         server.register_grant(CodeGrant, [CodeChallenge(required=True)])
+        server.register_grant(RefreshGrant)
         server.register_endpoint(Registration)
 
         @app.get("/.well-known/oauth-authorization-server")
