@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from mcp import Client, StdioServerParameters
-
 from support.mcp_live import live_server
 from support.oauth_server import AuthorizationServerOnLoopback, User, agent_of
 from support.requirements import need
