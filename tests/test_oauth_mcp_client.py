@@ -12,6 +12,9 @@ with httpx and hands the code from the redirect to the callback handler.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -75,42 +78,58 @@ def ok(result: Any) -> Any:
     return result.structured_content
 
 
-def oauth_client(server: LiveServer, storage: MemoryTokenStorage, browser: ConsentingBrowser) -> OAuthClientProvider:
-    """The SDK's OAuth client for ``server``'s ``/mcp``: all it is told is the URL."""
-    metadata = OAuthClientMetadata(
-        client_name="memory-bank oauth test",
-        redirect_uris=[REDIRECT_URI],
-        grant_types=["authorization_code"],
-        response_types=["code"],
-        token_endpoint_auth_method="none",
-    )
-    return OAuthClientProvider(server.mcp_url, metadata, storage, browser.open, browser.callback)
+#: What the client registers with (RFC 7591): a public client, the code grant only.
+CLIENT = OAuthClientMetadata(
+    client_name="memory-bank oauth test",
+    redirect_uris=[REDIRECT_URI],
+    grant_types=["authorization_code"],
+    response_types=["code"],
+    token_endpoint_auth_method="none",
+)
+
+
+@dataclass
+class Session:
+    server: LiveServer
+    client: Client
+    storage: MemoryTokenStorage
+    browser: ConsentingBrowser
+
+
+@asynccontextmanager
+async def oauth_session(authorization: AuthorizationServerOnLoopback, directory: Path) -> AsyncIterator[Session]:
+    """Memory Bank trusting ``authorization``, and the SDK's OAuth client on its ``/mcp``: all it is told is the URL."""
+    with authorization.running(), live_server(directory, oauth_issuer=authorization.url) as server:
+        authorization.user = agent_of(server.app, authorization.user)
+        storage, browser = MemoryTokenStorage(), ConsentingBrowser()
+        provider = OAuthClientProvider(server.mcp_url, CLIENT.model_copy(deep=True), storage, browser.open, browser.callback)
+        async with (
+            httpx2.AsyncClient(auth=provider, timeout=30) as http,
+            Client(streamable_http_client(server.mcp_url, http_client=http)) as client,
+        ):
+            yield Session(server, client, storage, browser)
 
 
 async def test_an_oauth_mcp_client_connects_with_no_header_and_saves_and_finds_a_memory(tmp_path: Path) -> None:
     authorization = AuthorizationServerOnLoopback(User(sub="ada", org_id="acme"))
-    with authorization.running(), live_server(tmp_path, oauth_issuer=authorization.url) as server:
-        authorization.user = agent_of(server.app, authorization.user)
-        storage, browser = MemoryTokenStorage(), ConsentingBrowser()
-        async with (
-            httpx2.AsyncClient(auth=oauth_client(server, storage, browser), timeout=30) as http,
-            Client(streamable_http_client(server.mcp_url, http_client=http)) as client,
-        ):
-            found = ok(await client.call_tool("search_capabilities", {"query": "remember a fact"}))
-            content = "the staging database is read-only on Fridays"
-            saved = ok(await client.call_tool("execute_capability", {"name": "postMemory", "body": {"content": content}}))
-            hits = ok(await client.call_tool("execute_capability", {"name": "getMemorySearch", "query": {"q": "staging Fridays"}}))
+    async with oauth_session(authorization, tmp_path) as session:
+        client = session.client
+        found = ok(await client.call_tool("search_capabilities", {"query": "remember a fact"}))
+        content = "the staging database is read-only on Fridays"
+        saved = ok(await client.call_tool("execute_capability", {"name": "postMemory", "body": {"content": content}}))
+        hits = ok(await client.call_tool("execute_capability", {"name": "getMemorySearch", "query": {"q": "staging Fridays"}}))
         async with httpx.AsyncClient() as plain:
             keys = KeySet.import_key_set((await plain.get(authorization.url + "/jwks")).json())
-        assert storage.tokens is not None
-        claims = jwt.decode(storage.tokens.access_token, keys).claims
+    storage = session.storage
+    assert storage.tokens is not None
+    claims = jwt.decode(storage.tokens.access_token, keys).claims
     assert "postMemory" in [card["name"] for card in found["results"]]
     assert saved["user_id"] == "ada" and saved["agent_id"] == authorization.user.agent_id
     assert [hit["id"] for hit in hits["results"]] == [saved["id"]]
     # It went the whole way: registered itself, was redirected once, got a token for this resource.
     assert storage.client_info is not None and list(authorization.clients) == [storage.client_info.client_id]
-    assert len(browser.redirects) == 1
-    assert claims["aud"] == server.mcp_url and claims["iss"] == authorization.url
+    assert len(session.browser.redirects) == 1
+    assert claims["aud"] == session.server.mcp_url and claims["iss"] == authorization.url
     assert set(claims["scope"].split()) == {"memory:read", "memory:write", "memory:admin"}
 
 
@@ -119,15 +138,11 @@ async def test_a_token_lacking_the_write_scope_steps_up_and_the_write_goes_throu
     for memory:write, the person grants it, and the same call is retried with the new token."""
     authorization = AuthorizationServerOnLoopback(User(sub="ada", org_id="acme"))
     authorization.consents = [{"memory:read"}, {"memory:read", "memory:write"}]
-    with authorization.running(), live_server(tmp_path, oauth_issuer=authorization.url) as server:
-        authorization.user = agent_of(server.app, authorization.user)
-        storage, browser = MemoryTokenStorage(), ConsentingBrowser()
-        async with (
-            httpx2.AsyncClient(auth=oauth_client(server, storage, browser), timeout=30) as http,
-            Client(streamable_http_client(server.mcp_url, http_client=http)) as client,
-        ):
-            ok(await client.call_tool("execute_capability", {"name": "getMemorySearch", "query": {"q": "anything"}}))
-            assert storage.tokens is not None and storage.tokens.scope == "memory:read"
-            saved = ok(await client.call_tool("execute_capability", {"name": "postMemory", "body": {"content": "granted later"}}))
+    async with oauth_session(authorization, tmp_path) as session:
+        ok(await session.client.call_tool("execute_capability", {"name": "getMemorySearch", "query": {"q": "anything"}}))
+        assert session.storage.tokens is not None and session.storage.tokens.scope == "memory:read"
+        body = {"content": "granted later"}
+        saved = ok(await session.client.call_tool("execute_capability", {"name": "postMemory", "body": body}))
     assert saved["content"] == "granted later"
-    assert len(browser.redirects) == 2 and set(storage.tokens.scope.split()) == {"memory:read", "memory:write"}
+    assert len(session.browser.redirects) == 2
+    assert set(session.storage.tokens.scope.split()) == {"memory:read", "memory:write"}
