@@ -36,6 +36,13 @@ def test_the_start_line_names_the_database_it_opened(
         port = f":{url.port}" if url.port else ""
         assert entry["database"] == f"mysql {url.host}{port}/{url.database}"
     assert (entry["profile"], entry["limiter"], entry["public_url"]) == ("staging", "in-process", "http://127.0.0.1:8000")
+    assert "oauth_issuer" not in entry
+
+
+def test_the_start_line_names_the_trusted_authorization_server(database_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    entry = start_line(Settings(env=Profile.staging, database_url=database_url, oauth_issuer="https://auth.example.com"), capsys)
+    assert entry["oauth_issuer"] == "https://auth.example.com"
+    assert entry["message"].endswith(", OAuth tokens from https://auth.example.com")
 
 
 def test_a_relative_sqlite_file_is_shown_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

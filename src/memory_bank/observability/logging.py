@@ -206,7 +206,8 @@ def describe_limiter(redis_url: str | None) -> str:
 
 
 def log_start(settings: Settings) -> None:
-    """One line saying what this start runs on: profile, version, database, limiter, public URL."""
+    """One line saying what this start runs on: profile, version, database, limiter, public URL
+    and, when one is trusted, the authorization server whose tokens are accepted."""
     fields = {
         "profile": settings.env.value,
         "version": __version__,
@@ -218,4 +219,7 @@ def log_start(settings: Settings) -> None:
         f"memory-bank {fields['version']} ({fields['profile']}) on {fields['database']}, "
         f"rate limits {fields['limiter']}, public URL {fields['public_url']}"
     )
+    if settings.oauth_issuer:
+        fields["oauth_issuer"] = settings.oauth_issuer
+        message += f", OAuth tokens from {settings.oauth_issuer}"
     logging.getLogger(START_LOGGER).info(message, extra={"fields": fields})
