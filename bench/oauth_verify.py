@@ -101,10 +101,9 @@ def main() -> None:
             print(f"{rounds} rounds each; microseconds, median / p95")
             print(f"{'token':<10} {'token check':>20} {'GET /v1/memory/search':>26}")
             for name, token in tokens.items():
-                oauth = app.state.oauth
 
                 def check(token: str = token) -> Any:
-                    return portal.call(principal_of, app.state.tokens, token, oauth)
+                    return portal.call(principal_of, app.state.tokens, token, app.state.oauth)
 
                 def search(token: str = token) -> Any:
                     response = client.get("/v1/memory/search", params={"q": "x"}, headers={"Authorization": f"Bearer {token}"})
