@@ -17,13 +17,15 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from joserfc.jwk import RSAKey
 from pydantic import ValidationError
 from support.backends import free_port
 from support.oauth_server import AuthorizationServerOnLoopback, User, agent_of
 
 from memory_bank.app import create_app
-from memory_bank.settings import Settings
+from memory_bank.settings import Settings as ServiceSettings
 from memory_bank.store.tokens import TokenStore
 
 RESOURCE = "http://testserver"
@@ -40,7 +42,7 @@ def issuer() -> Iterator[AuthorizationServerOnLoopback]:
 
 def app_for(database_url: str, server: AuthorizationServerOnLoopback, issuer: str | None = None, **settings: Any) -> TestClient:
     """The app trusting ``server`` (or ``issuer``), with the server's user's agent registered in its org."""
-    app = create_app(Settings(database_url=database_url, oauth_issuer=issuer or server.url, public_url=RESOURCE, **settings))
+    app = create_app(ServiceSettings(database_url=database_url, oauth_issuer=issuer or server.url, public_url=RESOURCE, **settings))
     server.user = agent_of(app, server.user)
     return TestClient(app)
 
@@ -211,14 +213,14 @@ def test_an_unreachable_authorization_server_is_503_and_held_keys_keep_working(d
 def test_symmetric_or_no_algorithms_are_refused_at_start(algorithms: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMORY_BANK_OAUTH_ALGORITHMS", algorithms)
     with pytest.raises(ValidationError, match="asymmetric"):
-        Settings()
+        ServiceSettings()
 
 
 def test_algorithms_and_claim_names_are_configurable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMORY_BANK_OAUTH_ALGORITHMS", "ES256, EdDSA")
     monkeypatch.setenv("MEMORY_BANK_OAUTH_ORG_CLAIM", "tenant")
-    settings = Settings()
-    assert settings.oauth_algorithms == ["ES256", "EdDSA"] and settings.oauth_org_claim == "tenant"
+    configured = ServiceSettings()
+    assert configured.oauth_algorithms == ["ES256", "EdDSA"] and configured.oauth_org_claim == "tenant"
 
 
 def test_an_es256_server_with_its_own_org_claim(database_url: str) -> None:
@@ -230,3 +232,34 @@ def test_an_es256_server_with_its_own_org_claim(database_url: str) -> None:
         assert save(client, server.sign(claims)).status_code == 201
         assert_invalid_token(save(client, server.sign(server.claims(RESOURCE))))  # org_id is not the claim now
     client.app.state.engine.dispose()
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=5,
+)
+CLAIMS = ("exp", "nbf", "iat", "aud", "iss", "sub", "org_id", "agent_id", "scope", "jti")
+PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@PROPERTY
+@given(changes=st.dictionaries(st.sampled_from(CLAIMS), JSON, min_size=1, max_size=4))
+def test_any_claims_the_server_signs_are_accepted_or_refused_never_a_500(
+    client: TestClient, issuer: AuthorizationServerOnLoopback, changes: dict[str, Any]
+) -> None:
+    response = save(client, issuer.sign(issuer.claims(MCP) | changes))
+    assert response.status_code in (201, 401, 403), response.text
+    if response.status_code == 401:
+        assert 'error="invalid_token"' in response.headers["www-authenticate"]
+
+
+SEGMENT = st.binary(max_size=60).map(lambda raw: base64.urlsafe_b64encode(raw).rstrip(b"=").decode())
+
+
+@PROPERTY
+@given(header=st.dictionaries(st.sampled_from(["alg", "kid", "typ", "crit", "b64"]), JSON, max_size=4), payload=SEGMENT, signature=SEGMENT)
+def test_any_forged_token_is_401(
+    client: TestClient, issuer: AuthorizationServerOnLoopback, header: dict[str, Any], payload: str, signature: str
+) -> None:
+    assert_invalid_token(save(client, f"{_segment(header)}.{payload}.{signature}"))
