@@ -151,8 +151,7 @@ class OAuthTokens:
         raise ValueError(f"no authorization server metadata at {' or '.join(metadata_urls(self.issuer))}")
 
     def _principal(self, claims: dict[str, Any]) -> Principal:
-        scope = claims.get("scope", "")
-        scopes = set(scope.split() if isinstance(scope, str) else scope if isinstance(scope, list) else [])
+        scopes = _scopes(claims.get("scope"))
         user_id = self._owner_id("user", self._user_claim, claims.get(self._user_claim))
         org_id = self._owner_id("org", self._org_claim, claims.get(self._org_claim))
         agent = claims.get(self._agent_claim)
@@ -175,6 +174,15 @@ class OAuthTokens:
             return check_owner_id(kind, value)
         except ValueError as error:
             raise Unauthorized(f"the access token's {claim} claim: {error}") from None
+
+
+def _scopes(claim: Any) -> set[str]:
+    """RFC 9068's space-separated ``scope``; a list of strings too, as some servers send. Anything else grants nothing."""
+    if isinstance(claim, str):
+        return set(claim.split())
+    if isinstance(claim, list):
+        return {scope for scope in claim if isinstance(scope, str)}
+    return set()
 
 
 def _holds(keys: KeySet | None, kid: Any) -> bool:
