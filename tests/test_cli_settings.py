@@ -122,6 +122,14 @@ def test_a_protected_profile_with_mysql_and_redis_has_nothing_to_refuse() -> Non
     assert start_refusals(Settings(database_url="sqlite:////tmp/x.db")) == []  # development runs on anything
 
 
+def test_a_protected_profile_trusts_an_authorization_server_over_https_only() -> None:
+    ready = Settings(env=Profile.staging, database_url="mysql+mysqldb://app@db/memory", redis_url="redis://cache:6379/0")
+    assert start_refusals(ready.model_copy(update={"oauth_issuer": "https://auth.example.com"})) == []
+    (refusal,) = start_refusals(ready.model_copy(update={"oauth_issuer": "http://auth.example.com"}))
+    assert refusal.startswith("MEMORY_BANK_OAUTH_ISSUER: staging needs an https://")
+    assert start_refusals(Settings(oauth_issuer="http://127.0.0.1:9000")) == []  # development: a local server
+
+
 def test_a_port_in_use_fails_before_a_development_token_is_minted(cli: CliRunner, tmp_path: Path) -> None:
     database_url = f"sqlite:///{tmp_path / 'memory-bank.db'}"
     with socket.create_server(("127.0.0.1", 0)) as taken:

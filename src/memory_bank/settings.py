@@ -162,6 +162,8 @@ def start_refusals(settings: Settings) -> list[str]:
 
     A protected profile runs replicas: on SQLite each would keep its own data, and with no
     Redis each would count an org's requests alone (two replicas admit twice the budget).
+    An authorization server reached over plain HTTP could have its keys swapped on the way,
+    and then any token would verify.
     """
     if not settings.protected:
         return []
@@ -175,6 +177,11 @@ def start_refusals(settings: Settings) -> list[str]:
         refusals.append(
             f"{ENV_PREFIX}REDIS_URL: {settings.env} needs Redis (redis://host:6379/0) so that replicas share "
             "one rate limit; it is unset"
+        )
+    if settings.oauth_issuer and not settings.oauth_issuer.startswith("https://"):
+        refusals.append(
+            f"{ENV_PREFIX}OAUTH_ISSUER: {settings.env} needs an https:// authorization server, whose keys "
+            f"cannot be swapped in transit; it is {settings.oauth_issuer}"
         )
     return refusals
 
