@@ -17,11 +17,7 @@ from fastapi import FastAPI
 from memory_bank import __version__
 from memory_bank.api.auth import make_authorize
 from memory_bank.api.docs import install_docs
-from memory_bank.api.middleware import (
-    CallObserver,
-    RequestIdMiddleware,
-    UnexpectedErrorMiddleware,
-)
+from memory_bank.api.middleware import CallObserver, RequestIdMiddleware, UnexpectedErrorMiddleware
 from memory_bank.api.problems import install_problem_handlers
 from memory_bank.api.routes import service_routes
 from memory_bank.capabilities.execute.dispatch import Executor

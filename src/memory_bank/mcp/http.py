@@ -13,8 +13,9 @@ session to DELETE), the bearer token is valid (else 401 with ``WWW-Authenticate:
 Bearer resource_metadata=...`` pointing at the RFC 9728 document served next to it),
 the media types are JSON, the body fits, it is one JSON-RPC message (``envelope``),
 and an OAuth token's tool call has the scope its operation needs (else 403
-``insufficient_scope``, which an OAuth client answers by asking for that scope). Refusals before the body is read are HTTP matters and answer
-problem+json like the REST API; a body that is not a JSON-RPC message gets a JSON-RPC
+``insufficient_scope``, which an OAuth client answers by asking for that scope).
+Refusals before the body is read are HTTP matters and answer problem+json like the
+REST API; a body that is not a JSON-RPC message gets a JSON-RPC
 error, as the protocol defines. The token is verified here once per request; a tool
 call carries that principal into its in-process REST request (``Caller``) and is
 answered in this task (``exchange``); anything else goes to the SDK's transport.
@@ -36,22 +37,11 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from memory_bank.api.auth import (
-    RESOURCE_METADATA_PATH,
-    bearer_token,
-    challenged_principal,
-    insufficient_scope,
-)
+from memory_bank.api.auth import RESOURCE_METADATA_PATH, bearer_token, challenged_principal, insufficient_scope
 from memory_bank.api.bodies import read_capped
 from memory_bank.api.problems import HttpRefusal, error_for_status, problem_response
 from memory_bank.capabilities.execute.outcome import Caller
-from memory_bank.errors import (
-    BackendUnavailable,
-    DomainError,
-    ErrorCode,
-    PayloadTooLarge,
-    PermissionDenied,
-)
+from memory_bank.errors import BackendUnavailable, DomainError, ErrorCode, PayloadTooLarge, PermissionDenied
 from memory_bank.mcp.envelope import EnvelopeError, check_envelope
 from memory_bank.mcp.exchange import CALL_TOOL, answer, answered_here
 from memory_bank.mcp.origins import AllowedOrigins
