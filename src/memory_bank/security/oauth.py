@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -68,9 +68,7 @@ class AuthorizationServerDown(BackendUnavailable):
 class OAuthTokens:
     """Verifies JWT access tokens of one issuer into principals."""
 
-    def __init__(
-        self, settings: Settings, audience: Collection[str], *, clock: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, settings: Settings, audience: Collection[str]) -> None:
         if settings.oauth_issuer is None:
             raise ValueError("OAuthTokens needs MEMORY_BANK_OAUTH_ISSUER")
         self.issuer = settings.oauth_issuer
@@ -84,10 +82,10 @@ class OAuthTokens:
             aud={"essential": True, "values": list(audience)},
             exp={"essential": True},
         )
-        self._clock = clock
         self._jwks_uri: str | None = None
         self._keys: KeySet | None = None
         self._fetched_at: float | None = None
+        self._unreachable = False  # the last fetch failed
 
     async def verify(self, token: str) -> Principal:
         """The principal ``token`` stands for; ``unauthorized`` saying what is wrong, or
@@ -107,23 +105,24 @@ class OAuthTokens:
         return self._principal(decoded.claims)
 
     async def _keys_for(self, kid: Any) -> KeySet:
-        """The key set, fetched again first when it lacks ``kid`` and the last fetch is old enough."""
+        """The key set, fetched again first when it lacks ``kid`` and the last fetch is old enough;
+        while the last fetch failed, a token whose key is not held cannot be judged (503)."""
         if self._keys is not None and _holds(self._keys, kid):
             return self._keys
-        now = self._clock()
-        if self._fetched_at is not None and now - self._fetched_at < self._refresh_seconds:
-            if self._keys is None:
-                raise AuthorizationServerDown(f"the authorization server {self.issuer} was unreachable; try again shortly")
-            raise Unauthorized("the token's signing key (kid) is not one the authorization server publishes")
-        self._fetched_at = now  # before the fetch: concurrent unknown kids share this one attempt
-        try:
-            self._keys = await self._fetch_keys()
-        except (httpx.HTTPError, ValueError, JoseError) as error:
+        now = time.monotonic()
+        if self._fetched_at is None or now - self._fetched_at >= self._refresh_seconds:
+            self._fetched_at = now  # before the fetch: concurrent unknown kids share this one attempt
+            try:
+                self._keys, self._unreachable = await self._fetch_keys(), False
+            except (httpx.HTTPError, ValueError, TypeError, KeyError, JoseError) as error:
+                log.warning("fetching the keys of %s failed: %s", self.issuer, error)
+                self._unreachable = True
+        if self._unreachable:
             # The keys held still check the tokens they signed; this one may be signed by a new key.
-            log.warning("fetching the keys of %s failed: %s", self.issuer, error)
-            raise AuthorizationServerDown(f"the authorization server {self.issuer} is unreachable") from None
+            raise AuthorizationServerDown(f"the authorization server {self.issuer} is unreachable; try again shortly")
         if not _holds(self._keys, kid):
             raise Unauthorized("the token's signing key (kid) is not one the authorization server publishes")
+        assert self._keys is not None  # _holds says so
         return self._keys
 
     async def _fetch_keys(self) -> KeySet:
