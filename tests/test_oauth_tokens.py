@@ -82,8 +82,8 @@ def test_a_valid_token_saves_and_finds_with_either_audience(client: TestClient, 
 @pytest.mark.parametrize(
     "change",
     [
-        pytest.param({"exp": int(time.time()) - 120}, id="expired-beyond-the-leeway"),
-        pytest.param({"nbf": int(time.time()) + 600}, id="not-valid-yet"),
+        pytest.param({"exp": -120}, id="expired-beyond-the-leeway"),
+        pytest.param({"nbf": +600}, id="not-valid-yet"),
         pytest.param({"aud": "https://another.example/mcp"}, id="for-another-resource"),
         pytest.param({"iss": "https://another-issuer.example"}, id="from-another-issuer"),
         pytest.param({"org_id": None}, id="naming-no-org"),
@@ -93,6 +93,8 @@ def test_a_valid_token_saves_and_finds_with_either_audience(client: TestClient, 
 def test_a_token_that_fails_a_check_is_invalid(
     client: TestClient, issuer: AuthorizationServerOnLoopback, change: dict[str, Any]
 ) -> None:
+    now = int(time.time())
+    change = {k: now + v if k in ("exp", "nbf") else v for k, v in change.items()}  # seconds from now
     claims = {k: v for k, v in (issuer.claims(MCP) | change).items() if v is not None}
     assert_invalid_token(save(client, issuer.sign(claims)))
 
