@@ -22,6 +22,7 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from memory_bank.api.bodies import in_process_call
+from memory_bank.api.problems import HttpRefusal
 from memory_bank.errors import PermissionDenied, Unauthorized
 from memory_bank.security.principal import Principal
 from memory_bank.security.rate_limit import RateLimiter
@@ -35,6 +36,9 @@ ANY_TOKEN = "token:any"
 #: ``authorize(permission)`` returns a FastAPI dependency that authenticates the
 #: request, checks ``permission`` and the rate limit, and yields the principal.
 Authorize = Callable[[str], Callable[..., Awaitable[Principal]]]
+
+#: RFC 6750 §3.1: a token was sent but is unknown, revoked, rotated away or expired.
+INVALID_TOKEN_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="memory-bank", error="invalid_token"'}
 
 
 def bearer_token(request: Request) -> str | None:
@@ -62,7 +66,13 @@ def make_authorize(tokens: TokenStore, limiter: RateLimiter) -> Authorize:
         call = in_process_call(request.scope)
         if call is not None and call.principal is not None:
             return call.principal  # verified by the MCP transport for this very call
-        return await principal_of(tokens, bearer_token(request))
+        token = bearer_token(request)
+        try:
+            return await principal_of(tokens, token)
+        except Unauthorized as refused:
+            if token is None:
+                raise
+            raise HttpRefusal(refused, headers=INVALID_TOKEN_CHALLENGE) from None
 
     def authorize(permission: str) -> Callable[[Request], Awaitable[Principal]]:
         async def _admit(request: Request) -> Principal:
