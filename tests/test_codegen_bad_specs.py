@@ -18,7 +18,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from memory_bank_codegen.cli import cli, render_package
+from memory_bank_codegen.cli import SpecSource, cli, render_package
 from memory_bank_codegen.loader import load_spec
 
 SPEC = Path(__file__).resolve().parents[1] / "openapi" / "memory.yaml"
@@ -115,7 +115,7 @@ def test_a_property_that_is_no_python_name_gets_an_alias(tmp_path: Path) -> None
             "minimum": 0,
         }
 
-    models = _module("bad_spec_models", render_package(_write(_edited(add), tmp_path), "spec.yaml")["models.py"], tmp_path)
+    models = _module("bad_spec_models", render_package([SpecSource(_write(_edited(add), tmp_path), "spec.yaml")])["models.py"], tmp_path)
     result = models.ImportResult.model_validate_json('{"imported": 1, "skipped": 0, "skipped-count": 2}', strict=True)
     assert result.skipped_count == 2
     assert models.ImportResult(imported=1, skipped=0, skipped_count=3).model_dump(mode="json")["skipped-count"] == 3
@@ -128,7 +128,7 @@ def test_a_path_item_ref_is_a_route_and_a_tool(tmp_path: Path) -> None:
         spec["components"]["pathItems"] = {"History": spec["paths"][path]}
         spec["paths"][path] = {"$ref": "#/components/pathItems/History"}
 
-    rendered = render_package(_write(_edited(move), tmp_path), "spec.yaml")
+    rendered = render_package([SpecSource(_write(_edited(move), tmp_path), "spec.yaml")])
     operation_id = load_spec(SPEC)["paths"][path]["get"]["operationId"]
-    assert f'@router.get("{path}",operation_id="{operation_id}"' in "".join(rendered["routes.py"].split())
+    assert f'@router.get("{path}",operation_id="{operation_id}"' in "".join(rendered["spec_routes.py"].split())
     assert operation_id in [capability["name"] for capability in json.loads(rendered["catalog.json"])["capabilities"]]
