@@ -45,7 +45,14 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
         principal: Annotated[Principal, Depends(authorize("memory:admin"))],
         agent_id: Annotated[
             str,
-            Path(min_length=1, max_length=128, description="The agent's id in your organisation."),
+            Path(
+                min_length=1,
+                max_length=128,
+                pattern=(
+                    "^[^\\s\\x00-\\x1f\\x7f-\\x9f](?:[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f])?$"
+                ),
+                description="The agent's id in your organisation.",
+            ),
         ],
     ) -> Response:
         reply = await api.deactivate_agent(principal, agent_id=agent_id)
@@ -61,7 +68,14 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
         principal: Annotated[Principal, Depends(authorize("memory:admin"))],
         agent_id: Annotated[
             str,
-            Path(min_length=1, max_length=128, description="The agent's id in your organisation."),
+            Path(
+                min_length=1,
+                max_length=128,
+                pattern=(
+                    "^[^\\s\\x00-\\x1f\\x7f-\\x9f](?:[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f])?$"
+                ),
+                description="The agent's id in your organisation.",
+            ),
         ],
     ) -> Response:
         reply = await api.reactivate_agent(principal, agent_id=agent_id)
