@@ -10,6 +10,7 @@ works on the whole database, passes none.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import suppress
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +23,7 @@ from memory_bank.security.principal import Principal, check_owner_id
 from memory_bank.security.tokens import digest, granted, is_expired, mint, use_is_stale, visible_prefix
 from memory_bank.store.agents import register_for_token
 from memory_bank.store.columns import utcnow
+from memory_bank.store.contention import DatabaseBusy
 from memory_bank.store.database import transaction
 from memory_bank.store.tables import TokenRow
 
@@ -87,14 +89,18 @@ class TokenStore:
         )
 
     def _record_use(self, row: TokenRow, now: datetime) -> None:
-        """Stamp the use unless another request (or replica) stamped it since ``row`` was read."""
+        """Stamp the use unless another request (or replica) stamped it since ``row`` was read.
+
+        Bookkeeping only: a call is never refused because its stamp met a lock; the
+        next call of the token tries again.
+        """
         unchanged = (
             col(TokenRow.last_used_at).is_(None)
             if row.last_used_at is None
             else col(TokenRow.last_used_at) == row.last_used_at
         )
         statement = sa.update(TokenRow).where(col(TokenRow.pk) == row.pk, unchanged).values(last_used_at=now)
-        with transaction(self._engine, write=True) as session:
+        with suppress(DatabaseBusy), transaction(self._engine, write=True) as session:
             session.execute(statement)
 
     def listed(self, org_id: str | None, *, revoked: bool) -> list[TokenRow]:
