@@ -16,7 +16,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from memory_bank.cli.console import ID_ARGUMENT, database, fail, highlighted_stderr, plain_errors, stderr, stdout
+from memory_bank.cli.console import (
+    ID_ARGUMENT,
+    database,
+    fail,
+    highlighted_stderr,
+    plain_errors,
+    stderr,
+    stdout,
+)
 from memory_bank.errors import ErrorCode
 from memory_bank.store.columns import utcnow
 from memory_bank.store.tables import TokenRow

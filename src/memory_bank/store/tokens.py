@@ -20,7 +20,14 @@ from sqlmodel import col
 
 from memory_bank.errors import Conflict, Unauthorized
 from memory_bank.security.principal import Principal, check_owner_id
-from memory_bank.security.tokens import digest, granted, is_expired, mint, use_is_stale, visible_prefix
+from memory_bank.security.tokens import (
+    digest,
+    granted,
+    is_expired,
+    mint,
+    use_is_stale,
+    visible_prefix,
+)
 from memory_bank.store.agents import register_for_token
 from memory_bank.store.columns import utcnow
 from memory_bank.store.contention import DatabaseBusy
