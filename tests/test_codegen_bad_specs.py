@@ -183,3 +183,10 @@ def test_each_spec_gets_its_own_interface_and_router_and_shares_models_catalog_a
     assert served["info"]["title"] == "Memory Bank" and {"/v1/memory", "/v1/admin/tokens"} <= served["paths"].keys()
     sources = {c["name"]: c["source"] for c in json.loads(rendered["catalog.json"])["capabilities"]}
     assert sources["listTokens"] == "openapi/admin.yaml" and sources["getMemory"] == "openapi/memory.yaml"
+
+
+def test_two_specs_of_one_file_name_are_refused_before_one_overwrites_the_other(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    first, second = _write(_edited(lambda s: None), tmp_path), _second_spec(tmp_path / "b", lambda s: None).rename(tmp_path / "b" / "spec.yaml")
+    result = CliRunner().invoke(cli, ["--spec", str(first), "--spec", str(second), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "spec: unique-module: two specs would write the same modules" in result.stderr

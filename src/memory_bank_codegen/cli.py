@@ -18,7 +18,7 @@ import typer
 
 from memory_bank_codegen.catalog_builder import build_catalogs
 from memory_bank_codegen.changes import committed_spec, compare
-from memory_bank_codegen.errors import CodegenError
+from memory_bank_codegen.errors import CodegenError, SpecIssue
 from memory_bank_codegen.formatting import format_python
 from memory_bank_codegen.lint import lint_spec
 from memory_bank_codegen.loader import SpecError, iter_operations, load_spec
@@ -103,6 +103,10 @@ def render_package(sources: Sequence[SpecSource]) -> dict[str, str]:
     """
     specs = [(source.label, _checked(source)) for source in sources]
     labels = ", ".join(label for label, _ in specs)
+    modules = [source.module for source in sources]
+    if len(set(modules)) != len(modules):
+        clash = SpecIssue("spec", "unique-module", f"two specs would write the same modules: {', '.join(modules)}; rename one file")
+        raise SpecRefused(labels, CodegenError(clash))
     try:
         spec = merged_spec(specs)
         operations = read_operations(spec)
