@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from contextlib import suppress
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -33,6 +33,9 @@ from memory_bank.store.columns import utcnow
 from memory_bank.store.contention import DatabaseBusy
 from memory_bank.store.database import transaction
 from memory_bank.store.tables import TokenRow
+
+#: A SELECT or an UPDATE of the token table, narrowed to one token by ``TokenStore._by_id``.
+Statement = TypeVar("Statement", sa.Select[TokenRow], sa.Update)
 
 
 class TokenStore:
@@ -159,7 +162,8 @@ class TokenStore:
         return plaintext, row
 
     @staticmethod
-    def _by_id(statement: Any, token_id: str, org_id: str | None) -> Any:
+    def _by_id(statement: Statement, token_id: str, org_id: str | None) -> Statement:
+        """``statement`` narrowed to the token with this id, in ``org_id`` if given."""
         statement = statement.where(col(TokenRow.id) == token_id)
         return statement if org_id is None else statement.where(col(TokenRow.org_id) == org_id)
 
