@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import shutil
@@ -12,6 +13,8 @@ from types import ModuleType
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from memory_bank.capabilities.catalog import load_catalog
@@ -20,6 +23,7 @@ from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.generated.spec import SPEC as SERVED_SPEC
 from memory_bank_codegen.cli import SpecSource, render_package, spec_sources, stale_files
 from memory_bank_codegen.formatting import LINE_LENGTH, format_python
+from memory_bank_codegen.pytypes import literal
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "openapi" / "memory.yaml"
@@ -47,6 +51,11 @@ def test_generated_python_is_formatted_and_within_100_columns() -> None:
         if name.endswith(".py"):
             assert format_python(text, name) == text, name
             assert max(map(len, text.splitlines())) <= LINE_LENGTH, name
+
+
+@given(st.text(st.characters(), max_size=300) | st.text(st.sampled_from("\\ax[]^$ "), max_size=300))
+def test_a_literal_cut_into_pieces_reads_back_as_its_string(value: str) -> None:
+    assert ast.literal_eval(literal(value)) == value
 
 
 def test_the_catalog_and_spec_are_json_package_data() -> None:

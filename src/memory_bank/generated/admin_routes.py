@@ -49,7 +49,8 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
                 min_length=1,
                 max_length=128,
                 pattern=(
-                    "^[^\\s\\x00-\\x1f\\x7f-\\x9f](?:[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f])?$"
+                    "^[^\\s\\x00-\\x1f\\x7f-\\x9f](?:[^\\x00-\\x1f\\x7f-\\x9f]*"
+                    "[^\\s\\x00-\\x1f\\x7f-\\x9f])?$"
                 ),
                 description="The agent's id in your organisation.",
             ),
@@ -72,7 +73,8 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
                 min_length=1,
                 max_length=128,
                 pattern=(
-                    "^[^\\s\\x00-\\x1f\\x7f-\\x9f](?:[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f])?$"
+                    "^[^\\s\\x00-\\x1f\\x7f-\\x9f](?:[^\\x00-\\x1f\\x7f-\\x9f]*"
+                    "[^\\s\\x00-\\x1f\\x7f-\\x9f])?$"
                 ),
                 description="The agent's id in your organisation.",
             ),

@@ -418,7 +418,8 @@ OwnerId = Annotated[
         min_length=1,
         max_length=128,
         pattern=(
-            "^[^\\s\\x00-\\x1f\\x7f-\\x9f](?:[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f])?$"
+            "^[^\\s\\x00-\\x1f\\x7f-\\x9f](?:[^\\x00-\\x1f\\x7f-\\x9f]*"
+            "[^\\s\\x00-\\x1f\\x7f-\\x9f])?$"
         ),
         description="A user or agent id of the organisation.",
     ),
