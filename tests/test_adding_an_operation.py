@@ -28,7 +28,7 @@ from memory_bank.generated import models
 from memory_bank.reply import Reply
 from memory_bank.security.principal import Principal
 from memory_bank.settings import Settings
-from memory_bank_codegen.cli import render_package
+from memory_bank_codegen.cli import SpecSource, render_package, spec_sources
 from memory_bank_codegen.loader import load_spec
 from support.mcp_live import call_tool
 
@@ -67,12 +67,13 @@ def generated(tmp_path: Path) -> Iterator[dict[str, ModuleType | Any]]:
     spec_path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     package = tmp_path / PACKAGE
     package.mkdir()
-    for name, text in render_package(spec_path, "openapi/memory.yaml").items():
+    sources = [SpecSource(spec_path, "openapi/memory.yaml"), *spec_sources(ROOT)[1:]]  # the other specs as they are
+    for name, text in render_package(sources).items():
         (package / name).write_text(text, encoding="utf-8")
     sys.path.insert(0, str(tmp_path))
     try:
         yield {
-            "routes": importlib.import_module(f"{PACKAGE}.routes"),
+            "memory_routes": importlib.import_module(f"{PACKAGE}.memory_routes"),
             "catalog": importlib.import_module(f"{PACKAGE}.catalog"),
             "spec": importlib.import_module(f"{PACKAGE}.spec"),
         }
@@ -92,7 +93,7 @@ class TallyHandlers(AppHandlers):
 def test_a_new_operation_needs_only_the_spec_a_regeneration_and_one_handler_method(
     generated: dict[str, Any], settings: Settings, make_token: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(memory_bank.app, "build_router", generated["routes"].build_router)
+    monkeypatch.setattr(memory_bank.app, "memory_routes", generated["memory_routes"])
     monkeypatch.setattr(memory_bank.app, "CAPABILITIES", generated["catalog"].CAPABILITIES)
     monkeypatch.setattr(memory_bank.app, "SPEC", generated["spec"].SPEC)
     monkeypatch.setattr(memory_bank.app, "AppHandlers", TallyHandlers)

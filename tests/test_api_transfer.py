@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from memory_bank.api.bodies import read_text_body
 from memory_bank.api.problems import install_problem_handlers
 from memory_bank.handlers import transfer
-from memory_bank_codegen.cli import render_package
+from memory_bank_codegen.cli import SpecSource, render_package
 
 SPEC = Path(__file__).resolve().parents[1] / "openapi" / "memory.yaml"
 
@@ -152,7 +152,7 @@ def test_an_import_without_records_is_422_naming_the_body(ann: TestClient, conte
 def test_the_spec_states_the_import_bounds_the_server_enforces() -> None:
     operation = yaml.safe_load(SPEC.read_text())["paths"]["/v1/memory/import"]["post"]
     schema = operation["requestBody"]["content"]["application/x-ndjson"]["schema"]
-    routes = render_package(SPEC, "openapi/memory.yaml")["routes.py"]
+    routes = render_package([SpecSource(SPEC, "openapi/memory.yaml")])["memory_routes.py"]
     assert f"await read_text_body(request, max_bytes={schema['x-max-bytes']})" in routes
     assert f"{schema['x-max-bytes']} bytes" in operation["description"]
     assert f"{transfer.MAX_IMPORT_LINES} lines" in operation["description"]

@@ -147,8 +147,9 @@ def test_the_fallback_needs_a_question_and_never_beats_real_evidence() -> None:
     ],
 )
 def test_agents_find_the_memory_operations_in_their_own_words(request_text: str, expected: str) -> None:
-    """On the generated catalog: the spec's own summaries and descriptions carry these."""
-    exposed = [c for c in CAPABILITIES if c["policy"]["expose"]]
+    """On the generated catalog as a memory token's agent ranks it (``CapabilityRegistry`` ranks
+    only what a token may call): the spec's own summaries and descriptions carry these."""
+    exposed = [c for c in CAPABILITIES if c["policy"]["expose"] and c["policy"]["permission"] != "memory:admin"]
     assert CapabilitySearch(exposed).search(request_text)[0].capability["name"] == expected
 
 

@@ -76,6 +76,8 @@ def test_token_list_at_80_columns_keeps_ids_names_and_permissions_whole(
     output = run(terminal, "token", "list", "--revoked").stdout
     ids, names, permissions = column(output, 0), column(output, 1), column(output, 2)
     first = ids.index(token.id)  # the id whole, on its row's first line
-    end = next((i for i in range(first + 1, len(ids)) if ids[i]), len(ids))
+    assert ids[first + 1] == f"{token.prefix}…"  # then the prefix that tells it apart
+    listed = {row.id for row in TokenStore(open_database(get_settings())).listed(None, revoked=True)}
+    end = next((i for i in range(first + 1, len(ids)) if ids[i] in listed), len(ids))
     assert [name for name in names[first:end] if name] == [org, user, *([agent] if agent else [])]
     assert {p for p in permissions[first:end] if p} == granted

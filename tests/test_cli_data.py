@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -17,13 +18,14 @@ from memory_bank.cli import app
 from memory_bank.cli.console import owner
 from memory_bank.settings import get_settings
 from memory_bank.store import MemoryStore, open_database
+from memory_bank.store.agents import AgentStore
 from memory_bank.store.filters import MemoryFilter
 from memory_bank.store.search import semantic
 from memory_bank.store.tokens import TokenStore
 from support.requirements import semantic_extra
 
 Run = Callable[..., Result]
-COMMANDS = [[], ["export"], ["import"], ["search"], ["token"], ["token", "list"], ["token", "revoke"], ["db", "embed"]]
+COMMANDS = [[], ["export"], ["import"], ["search"], ["token"], ["token", "list"], ["token", "revoke"], ["token", "rotate"], ["agent", "reactivate"], ["db", "embed"]]
 
 
 @pytest.fixture
@@ -203,3 +205,41 @@ def test_an_unreachable_database_is_reported_with_its_code(run: Run, monkeypatch
     monkeypatch.setenv("MEMORY_BANK_DATABASE_URL", "sqlite:////no/such/dir/memory-bank.db")
     get_settings.cache_clear()
     assert_fails(run("token", "list"), "backend_unavailable", "the database is unreachable")
+
+
+def test_token_create_names_the_token_prints_its_id_and_expires_it(run: Run) -> None:
+    created = run("token", "create", "--org", "acme", "--user", "ada", "--permissions", "memory:admin", "--name", "first admin", "--expires-in", "30d")
+    assert created.exit_code == 0, created.output
+    secret = created.stdout.strip()
+    assert secret.startswith("mb_") and "\n" not in secret
+    token_id = created.stderr.split("id ", 1)[1].split()[0]
+    row = TokenStore(open_database(get_settings())).find(token_id)
+    assert row is not None and row.name == "first admin" and row.prefix == secret[:9]
+    assert row.expires_at is not None and timedelta(days=29, hours=23) < row.expires_at - datetime.now(UTC) <= timedelta(days=30)
+    listed = run("token", "list").stdout
+    assert token_id in listed and f"{row.prefix}…" in listed and "first admin" in listed and "expires" in listed
+
+    bad = run("token", "create", "--org", "acme", "--user", "ada", "--permissions", "memory:read", "--expires-in", "30 days")
+    assert bad.exit_code == 2 and "not a duration such as 30d" in bad.stderr
+
+
+def test_token_rotate_prints_a_new_secret_and_the_old_one_stops_working(run: Run) -> None:
+    tokens = TokenStore(open_database(get_settings()))
+    old, row = tokens.create("acme", "ada", None, ["memory:read"])
+    rotated = run("token", "rotate", row.id)
+    assert rotated.exit_code == 0, rotated.output
+    new = rotated.stdout.strip()
+    assert tokens.verify(old) is None and tokens.verify(new) is not None and tokens.verify(new).token_id == row.id  # type: ignore[union-attr]
+    run("token", "revoke", row.id)
+    assert_fails(run("token", "rotate", row.id), "not_found", f"no live token has the id {row.id}")
+
+
+def test_agent_reactivate_lets_a_deactivated_agent_write_again(run: Run) -> None:
+    agents = AgentStore(open_database(get_settings()))
+    agent = agents.create("acme", "laptop")
+    assert run("agent", "deactivate", agent.id).exit_code == 0
+    assert agents.find("acme", agent.id).active is False  # type: ignore[union-attr]
+    reactivated = run("agent", "reactivate", agent.id, "--org", "acme")
+    assert reactivated.exit_code == 0 and "reactivated" in reactivated.stderr
+    assert agents.find("acme", agent.id).active is True  # type: ignore[union-attr]
+    assert run("agent", "reactivate", "nobody", "--org", "acme").exit_code == 1

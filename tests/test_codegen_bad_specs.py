@@ -18,7 +18,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from memory_bank_codegen.cli import cli, render_package
+from memory_bank_codegen.cli import SpecSource, cli, render_package
 from memory_bank_codegen.loader import load_spec
 
 SPEC = Path(__file__).resolve().parents[1] / "openapi" / "memory.yaml"
@@ -115,7 +115,7 @@ def test_a_property_that_is_no_python_name_gets_an_alias(tmp_path: Path) -> None
             "minimum": 0,
         }
 
-    models = _module("bad_spec_models", render_package(_write(_edited(add), tmp_path), "spec.yaml")["models.py"], tmp_path)
+    models = _module("bad_spec_models", render_package([SpecSource(_write(_edited(add), tmp_path), "spec.yaml")])["models.py"], tmp_path)
     result = models.ImportResult.model_validate_json('{"imported": 1, "skipped": 0, "skipped-count": 2}', strict=True)
     assert result.skipped_count == 2
     assert models.ImportResult(imported=1, skipped=0, skipped_count=3).model_dump(mode="json")["skipped-count"] == 3
@@ -128,7 +128,65 @@ def test_a_path_item_ref_is_a_route_and_a_tool(tmp_path: Path) -> None:
         spec["components"]["pathItems"] = {"History": spec["paths"][path]}
         spec["paths"][path] = {"$ref": "#/components/pathItems/History"}
 
-    rendered = render_package(_write(_edited(move), tmp_path), "spec.yaml")
+    rendered = render_package([SpecSource(_write(_edited(move), tmp_path), "spec.yaml")])
     operation_id = load_spec(SPEC)["paths"][path]["get"]["operationId"]
-    assert f'@router.get("{path}",operation_id="{operation_id}"' in "".join(rendered["routes.py"].split())
+    assert f'@router.get("{path}",operation_id="{operation_id}"' in "".join(rendered["spec_routes.py"].split())
     assert operation_id in [capability["name"] for capability in json.loads(rendered["catalog.json"])["capabilities"]]
+
+
+ADMIN = SPEC.parent / "admin.yaml"
+
+
+def _second_spec(folder: Path, mutate: Callable[[Spec], None]) -> Path:
+    spec = copy.deepcopy(load_spec(ADMIN))
+    mutate(spec)
+    path = folder / "second.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _reuse_operation_id(spec: Spec) -> None:
+    spec["paths"]["/v1/admin/tokens"]["get"]["operationId"] = "listMemories"
+
+
+def _reuse_path(spec: Spec) -> None:
+    spec["paths"]["/v1/memory"] = spec["paths"].pop("/v1/admin/agents")
+
+
+def _redefine_problem(spec: Spec) -> None:
+    spec["components"]["schemas"]["Problem"]["required"] = ["type"]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "named"),
+    [
+        (_reuse_operation_id, "listMemories: unique-operation-id: defined in {first} and in {second}"),
+        (_reuse_path, "/v1/memory: unique-path: served by {first} and by {second}"),
+        (_redefine_problem, "spec: unique-component: components/schemas/Problem means one thing in {first} and another in {second}"),
+    ],
+    ids=["operation-id", "path", "component"],
+)
+def test_names_are_unique_across_specs(tmp_path: Path, mutate: Callable[[Spec], None], named: str) -> None:
+    first, second = _write(_edited(lambda s: None), tmp_path), _second_spec(tmp_path, mutate)
+    result = CliRunner().invoke(cli, ["--spec", str(first), "--spec", str(second), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert named.format(first=first, second=second) in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()
+
+
+def test_each_spec_gets_its_own_interface_and_router_and_shares_models_catalog_and_spec() -> None:
+    rendered = render_package([SpecSource(SPEC, "openapi/memory.yaml"), SpecSource(ADMIN, "openapi/admin.yaml")])
+    assert {"memory_interface.py", "memory_routes.py", "admin_interface.py", "admin_routes.py"} <= rendered.keys()
+    assert "class MemoryBankAdminApi(Protocol)" in rendered["admin_interface.py"]
+    assert "listTokens" in rendered["admin_routes.py"] and "listTokens" not in rendered["memory_routes.py"]
+    served = json.loads(rendered["spec.json"])
+    assert served["info"]["title"] == "Memory Bank" and {"/v1/memory", "/v1/admin/tokens"} <= served["paths"].keys()
+    sources = {c["name"]: c["source"] for c in json.loads(rendered["catalog.json"])["capabilities"]}
+    assert sources["listTokens"] == "openapi/admin.yaml" and sources["getMemory"] == "openapi/memory.yaml"
+
+
+def test_two_specs_of_one_file_name_are_refused_before_one_overwrites_the_other(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    first, second = _write(_edited(lambda s: None), tmp_path), _second_spec(tmp_path / "b", lambda s: None).rename(tmp_path / "b" / "spec.yaml")
+    result = CliRunner().invoke(cli, ["--spec", str(first), "--spec", str(second), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "spec: unique-module: two specs would write the same modules" in result.stderr

@@ -11,8 +11,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import pytest
@@ -27,7 +26,7 @@ from sqlalchemy.exc import IntegrityError
 
 from memory_bank.errors import DomainError, ErrorCode
 from memory_bank.store import MemoryStore, migrations
-from memory_bank.store.database import create_schema, make_engine
+from memory_bank.store.database import create_schema
 from memory_bank.store.idempotency import content_key
 from memory_bank.store.tables import MemoryRow
 from support import backends
@@ -100,19 +99,6 @@ def test_posting_into_a_keypath_that_has_a_value_is_a_conflict(make_client: Call
 # -- migration 0004 on a database that already has duplicates ------------------------
 
 
-@contextmanager
-def empty_database(backend: str, tmp_path) -> Iterator[Engine]:
-    if backend == "sqlite":
-        engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
-        yield engine
-        engine.dispose()
-        return
-    with backends.fresh_database(backends.mysql_server()) as url:
-        engine = make_engine(url)
-        yield engine
-        engine.dispose()
-
-
 def row(pk: int, user: str, content: str, created: datetime, **extra: object) -> dict[str, object]:
     memory_id = f"{pk:021d}"
     return {
@@ -127,7 +113,7 @@ def row(pk: int, user: str, content: str, created: datetime, **extra: object) ->
 def test_migration_0004_keeps_the_newest_current_value_and_supersedes_the_rest(backend: str, tmp_path) -> None:
     t0 = datetime(2026, 1, 1, 12, 0, 0)
     old_key = "sha256:" + "0" * 64  # the colon-joined derivation's form
-    with empty_database(backend, tmp_path) as engine:
+    with backends.empty_database(backend, tmp_path) as engine:
         with engine.begin() as connection:
             command.upgrade(migrations._config(connection), "0003")
         with engine.begin() as connection:
@@ -141,7 +127,7 @@ def test_migration_0004_keeps_the_newest_current_value_and_supersedes_the_rest(b
                     row(5, "ann", "ed", t0 + timedelta(seconds=3), deleted_at=t0),  # already gone: untouched
                 ],
             )
-        assert create_schema(engine) == ("0003", "0004")
+        assert create_schema(engine) == ("0003", "0005")
 
         with engine.connect() as connection:
             rows = {

@@ -26,6 +26,8 @@ from support.mcp_live import LiveServer, live_server, tool_problem
 CATALOG = {c["name"]: c for c in CAPABILITIES}
 META_TOOLS = ("search_capabilities", "execute_capability")
 WRITE_OPERATIONS = {name for name, c in CATALOG.items() if c["policy"]["permission"] != "memory:read"}
+#: What a read/write token (``LiveServer.token``'s default) may call: all but the admin operations.
+READ_WRITE_CATALOG = {name: c for name, c in CATALOG.items() if c["policy"]["permission"] != "memory:admin"}
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +66,7 @@ async def test_lists_the_two_meta_tools(server: LiveServer) -> None:
 async def test_search_finds_memory_search_with_cards(server: LiveServer) -> None:
     async with server.client(server.token()) as client:
         found = ok(await client.call_tool("search_capabilities", {"query": "search my memories"}))
-    assert found["total"] == len(CAPABILITIES)
+    assert found["total"] == len(READ_WRITE_CATALOG)
     assert "getMemorySearch" in [card["name"] for card in found["results"]]
     card = next(c for c in found["results"] if c["name"] == "getMemorySearch")
     assert card["permission"] == "memory:read" and card["category"] == "Memory"
@@ -80,11 +82,11 @@ async def test_search_options_schema_category_and_listing(server: LiveServer) ->
     [card] = save["results"]
     assert card["name"] == "postMemory" and card["required"] == ["body.content"]
     assert card["inputSchema"] == CATALOG["postMemory"]["inputSchema"]
-    assert len(listing["results"]) == listing["total"] == len(CAPABILITIES)
+    assert len(listing["results"]) == listing["total"] == len(READ_WRITE_CATALOG)
     assert all(c["score"] is None for c in listing["results"])
     categories = [c["category"] for c in listing["results"]]
     assert categories == sorted(categories)
-    assert other["results"] == [] and other["total"] == len(CAPABILITIES)
+    assert other["results"] == [] and other["total"] == len(READ_WRITE_CATALOG)
 
 
 @pytest.mark.parametrize("query", ["", "save a memory", "delete forget memory", "change a memory", "feedback helped"])
@@ -99,7 +101,7 @@ async def test_read_only_token_never_sees_write_capabilities(server: LiveServer,
 async def test_direct_mode_lists_only_allowed_operations_with_catalog_schemas(direct_server: LiveServer) -> None:
     async with direct_server.client(direct_server.token()) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == set(CATALOG)
+    assert set(tools) == set(READ_WRITE_CATALOG)
     for name, tool in tools.items():
         assert tool.input_schema == CATALOG[name]["inputSchema"]
         assert tool.output_schema == CATALOG[name]["outputSchema"]

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,13 @@ def test_a_line_that_is_not_one_message_is_answered_not_dropped(stdio_env: dict[
     assert [r["id"] for r in replies if r and "error" in r] == [None, None, None]
     assert errors == [{"code": -32600, "message": BATCH}, {"code": -32600, "message": NOT_A_MESSAGE}, {"code": -32700, "message": NOT_JSON}]
     assert {"jsonrpc": "2.0", "id": 3, "result": {}} in replies
+
+
+def test_stdio_refuses_an_expired_token_saying_so(stdio_env: dict[str, str]) -> None:
+    engine = open_database(Settings(database_url=stdio_env["MEMORY_BANK_DATABASE_URL"]))
+    expired, _ = TokenStore(engine).create("acme", "ann", "laptop", ["memory:read"], expires_at=datetime.now(UTC) - timedelta(minutes=1))
+    engine.dispose()
+    env = {**os.environ, **stdio_env, "MEMORY_BANK_TOKEN": expired}
+    done = subprocess.run([MEMORY_BANK, "mcp"], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "not a valid token: the bearer token expired at" in " ".join(done.stderr.split())
+    assert done.stdout == ""

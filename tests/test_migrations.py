@@ -44,9 +44,9 @@ def test_db_upgrade_command(database_url: str, monkeypatch: pytest.MonkeyPatch) 
         runner = CliRunner()
         first = runner.invoke(app, ["db", "upgrade"])
         assert first.exit_code == 0, first.output
-        assert first.stdout.strip() == "0004" and "upgraded from an empty database" in first.stderr
+        assert first.stdout.strip() == "0005" and "upgraded from an empty database" in first.stderr
         again = runner.invoke(app, ["db", "upgrade"])
-        assert again.stdout.strip() == "0004" and "up to date" in again.stderr
+        assert again.stdout.strip() == "0005" and "up to date" in again.stderr
     finally:
         get_settings.cache_clear()
 
@@ -57,7 +57,7 @@ def test_starts_racing_on_a_fresh_sqlite_file_migrate_once(tmp_path: Path) -> No
     try:
         with ThreadPoolExecutor(len(engines)) as pool:
             results = list(pool.map(create_schema, engines))
-        assert sorted(results, key=str) == [("0004", "0004")] * 3 + [(None, "0004")]
+        assert sorted(results, key=str) == [("0005", "0005")] * 3 + [(None, "0005")]
     finally:
         for engine in engines:
             engine.dispose()

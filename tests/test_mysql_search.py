@@ -82,7 +82,7 @@ def test_other_tenants_rows_do_not_change_a_ranking(store: MemoryStore, engine: 
 
 @backends.mysql_only
 def test_bootstrap_is_idempotent_and_heals(engine: Engine) -> None:
-    assert create_schema(engine) == ("0004", "0004")
+    assert create_schema(engine) == ("0005", "0005")
     with engine.begin() as connection:
         connection.exec_driver_sql(f"ALTER TABLE memory DROP INDEX {FULLTEXT_INDEX}")
         assert not has_fulltext(connection)
@@ -97,7 +97,7 @@ def test_replicas_starting_at_once_on_a_fresh_database() -> None:
         try:
             with ThreadPoolExecutor(len(engines)) as pool:
                 results = list(pool.map(create_schema, engines))
-            assert sorted(results, key=str) == [("0004", "0004")] * 3 + [(None, "0004")]
+            assert sorted(results, key=str) == [("0005", "0005")] * 3 + [(None, "0005")]
             with engines[0].connect() as connection:
                 statement = sa.text(
                     "SELECT COUNT(DISTINCT index_name) FROM information_schema.statistics"

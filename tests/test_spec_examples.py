@@ -21,7 +21,7 @@ from memory_bank_codegen.refs import deref as resolve_refs
 from support.mcp_live import call_tool
 
 METHODS = ("get", "put", "post", "delete", "patch")
-ALL_PERMISSIONS = ("memory:read", "memory:write")
+ALL_PERMISSIONS = ("memory:read", "memory:write", "memory:admin")
 
 
 def operations() -> list[tuple[str, str, dict[str, Any], list[dict[str, Any]]]]:

@@ -66,3 +66,23 @@ def test_a_lock_held_past_the_wait_is_reported_busy(tmp_path: Path, monkeypatch:
     assert response.headers["retry-after"] == "1"
     assert client.post("/v1/memory", json={"content": "waits, then gives up"}).status_code == 201
     app.state.engine.dispose()
+
+
+def test_a_read_is_served_when_the_stamp_of_its_tokens_last_use_meets_a_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("memory_bank.store.database.SQLITE_BUSY_TIMEOUT_MS", 200)
+    path = tmp_path / "locked.db"
+    app = create_app(Settings(database_url=f"sqlite:///{path}"))
+    tokens = TokenStore(app.state.engine)
+    token, row = tokens.create("acme", "ann", "agent-1", ["memory:read"])
+    client = TestClient(app, headers={"Authorization": f"Bearer {token}"})
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        response = client.get("/v1/memory")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert response.status_code == 200, response.text
+    assert tokens.find(row.id).last_used_at is None  # type: ignore[union-attr]  # not stamped: the next call will be
+    assert client.get("/v1/memory").status_code == 200 and tokens.find(row.id).last_used_at is not None  # type: ignore[union-attr]
+    app.state.engine.dispose()

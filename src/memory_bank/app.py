@@ -1,7 +1,7 @@
 """The composition root: build each part of the service once and join them into one FastAPI app.
 
 Nothing here decides behaviour. The store, the handlers that implement
-``generated.interface``, the capability registry and the operational parts are
+``generated.*_interface``, the capability registry and the operational parts are
 built where they live; here the generated routes get the handlers and the bearer
 dependency, and the edge (``api``) its routes, docs, problem handlers and middlewares.
 """
@@ -22,10 +22,10 @@ from memory_bank.api.problems import install_problem_handlers
 from memory_bank.api.routes import service_routes
 from memory_bank.capabilities.execute.dispatch import Executor
 from memory_bank.capabilities.registry import CapabilityRegistry
+from memory_bank.generated import admin_routes, memory_routes
 from memory_bank.generated.catalog import CAPABILITIES
-from memory_bank.generated.routes import build_router
 from memory_bank.generated.spec import SPEC
-from memory_bank.handlers import MemoryHandlers
+from memory_bank.handlers import AdminHandlers, MemoryHandlers
 from memory_bank.handlers.capabilities import CapabilityHandlers
 from memory_bank.mcp.http import MCP_PATH, McpHttp
 from memory_bank.mcp.tools import Toolbox
@@ -59,7 +59,8 @@ def create_app(settings: Settings | None = None, *, clock: Callable[[], float] =
     oauth = OAuthTokens(settings, audiences(settings.public_url, MCP_PATH)) if settings.oauth_issuer else None
     operations = Operations.build(settings, engine, clock)
     registry = CapabilityRegistry(CAPABILITIES)
-    handlers = AppHandlers(MemoryStore(engine, embedder_for(settings)), AgentResolver(AgentStore(engine)), registry)
+    agents = AgentStore(engine)
+    handlers = AppHandlers(MemoryStore(engine, embedder_for(settings)), AgentResolver(agents), registry)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -99,6 +100,8 @@ def create_app(settings: Settings | None = None, *, clock: Callable[[], float] =
     app.state.mcp_toolbox = toolbox
     mcp_http = McpHttp(toolbox, tokens, oauth, settings.public_url, allow_loopback=not settings.protected)
     mcp_http.install(app)
-    app.include_router(build_router(handlers, make_authorize(tokens, operations.limiter, oauth, settings.public_url)))
+    authorize = make_authorize(tokens, operations.limiter, oauth, settings.public_url)
+    app.include_router(memory_routes.build_router(handlers, authorize))
+    app.include_router(admin_routes.build_router(AdminHandlers(tokens, agents), authorize))
     app.include_router(service_routes(SPEC, operations.readiness, operations.metrics))
     return app

@@ -1,4 +1,4 @@
-"""What a handler answers: the vocabulary of ``generated.interface``, free of HTTP.
+"""What a handler answers: the vocabulary of ``generated.*_interface``, free of HTTP.
 
 The handlers return a ``Reply``; the edge (``api.bodies.render_reply``) turns it into
 the response the spec declares, and an in-process MCP call takes the object itself.

@@ -7,18 +7,23 @@ the stale files, when the committed code differs from what the spec produces.
 
 from __future__ import annotations
 
+import json
 import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from memory_bank_codegen.catalog_builder import build_catalog
+from memory_bank_codegen.catalog_builder import build_catalogs
 from memory_bank_codegen.changes import committed_spec, compare
-from memory_bank_codegen.errors import CodegenError
+from memory_bank_codegen.errors import CodegenError, SpecIssue
 from memory_bank_codegen.formatting import format_python
 from memory_bank_codegen.lint import lint_spec
-from memory_bank_codegen.loader import SpecError, load_spec
+from memory_bank_codegen.loader import SpecError, iter_operations, load_spec
+from memory_bank_codegen.merge import merged_spec
+from memory_bank_codegen.naming import snake_case
 from memory_bank_codegen.operations import read_operations
 from memory_bank_codegen.refs import ref_issues
 from memory_bank_codegen.render_data import render_catalog, render_json, render_reader
@@ -37,11 +42,35 @@ HEADER = """\
 #: What the generator writes: modules, and the JSON data they read.
 GENERATED_SUFFIXES = (".py", ".json")
 
-#: Where the spec and the generated package sit in a checkout.
-DEFAULT_SPEC = Path("openapi/memory.yaml")
+#: Where the specs and the generated package sit in a checkout: the main spec (its
+#: ``info`` heads the served document), then every other spec of the folder.
+SPEC_DIR = Path("openapi")
+DEFAULT_SPEC = SPEC_DIR / "memory.yaml"
 DEFAULT_OUT = Path("src/memory_bank/generated")
 
 cli = typer.Typer(add_completion=False, help=__doc__)
+
+
+@dataclass(frozen=True)
+class SpecSource:
+    """A spec file and how the generated code names it (its path as the command was given it)."""
+
+    path: Path
+    label: str
+
+    @property
+    def module(self) -> str:
+        """The prefix of its own modules: ``openapi/admin.yaml`` -> ``admin_interface``, ``admin_routes``."""
+        return snake_case(Path(self.label).stem)
+
+
+class SpecRefused(Exception):
+    """One spec, or the specs together, broke a rule; ``label`` says which."""
+
+    def __init__(self, label: str, error: CodegenError) -> None:
+        super().__init__(str(error))
+        self.label = label
+        self.error = error
 
 
 def checked_spec(spec_path: Path) -> dict[str, Any]:
@@ -58,16 +87,34 @@ def checked_spec(spec_path: Path) -> dict[str, Any]:
     return spec
 
 
-def render_package(spec_path: Path, spec_label: str) -> dict[str, str]:
-    """File name -> content of the generated package for one spec; pure and deterministic."""
-    spec = checked_spec(spec_path)
-    operations = read_operations(spec)
-    header = HEADER.format(spec=spec_label)
+def _checked(source: SpecSource) -> dict[str, Any]:
+    try:
+        return checked_spec(source.path)
+    except CodegenError as exc:
+        raise SpecRefused(source.label, exc) from None
+
+
+def render_package(sources: Sequence[SpecSource]) -> dict[str, str]:
+    """File name -> content of the generated package for the specs; pure and deterministic.
+
+    Models, the catalog and the served spec are shared (one of each, from the merged
+    document); each spec has its own interface and router, ``<module>_interface.py``
+    and ``<module>_routes.py``, so a handler class implements one spec's operations.
+    """
+    specs = [(source.label, _checked(source)) for source in sources]
+    labels = ", ".join(label for label, _ in specs)
+    modules = [source.module for source in sources]
+    if len(set(modules)) != len(modules):
+        clash = SpecIssue("spec", "unique-module", f"two specs would write the same modules: {', '.join(modules)}; rename one file")
+        raise SpecRefused(labels, CodegenError(clash))
+    try:
+        spec = merged_spec(specs)
+        operations = read_operations(spec)
+    except CodegenError as exc:
+        raise SpecRefused(labels, exc) from None
     python = {
-        "__init__.py": f'"""Code generated from {spec_label}: models, interface, routes, catalog, spec."""\n',
+        "__init__.py": '"""Generated from the specs above: models, catalog, spec; an interface and a router per spec."""\n',
         "models.py": render_models(spec),
-        "interface.py": render_interface(operations, spec),
-        "routes.py": render_routes(operations, spec),
         "catalog.py": render_reader(
             "CAPABILITIES",
             "tuple[dict[str, Any], ...]",
@@ -76,11 +123,25 @@ def render_package(spec_path: Path, spec_label: str) -> dict[str, str]:
             reader=("memory_bank.capabilities.catalog", "load_catalog"),
         ),
         "spec.py": render_reader(
-            "SPEC", "dict[str, Any]", "spec.json", "The handwritten spec; the app serves it at ``/openapi.json``."
+            "SPEC", "dict[str, Any]", "spec.json", "The specs as one document; the app serves it at ``/openapi.json``."
         ),
     }
-    data = {"catalog.json": render_catalog(build_catalog(spec, source=spec_label), spec), "spec.json": render_json(spec)}
+    for source, (_, own) in zip(sources, specs, strict=True):
+        own_ids = {op.operation.get("operationId") for op in iter_operations(own)}
+        mine = [op for op in operations if op.operation_id in own_ids]
+        python[f"{source.module}_interface.py"] = render_interface(mine, own)
+        python[f"{source.module}_routes.py"] = render_routes(mine, own, interface_module=f"{source.module}_interface")
+    header = HEADER.format(spec=labels)
+    data = {"catalog.json": render_catalog(build_catalogs(specs), spec), "spec.json": render_json(spec)}
     return {name: format_python(header + "\n" + body, name) for name, body in python.items()} | data
+
+
+def spec_sources(root: Path) -> list[SpecSource]:
+    """The checkout's specs: the main one, then the rest of ``openapi/`` by name."""
+    others = sorted(p for p in (root / SPEC_DIR).glob("*.yaml") if p.name != DEFAULT_SPEC.name)
+    return [SpecSource(root / DEFAULT_SPEC, DEFAULT_SPEC.as_posix())] + [
+        SpecSource(p, (SPEC_DIR / p.name).as_posix()) for p in others
+    ]
 
 
 def stale_files(out_dir: Path, rendered: dict[str, str]) -> list[str]:
@@ -105,33 +166,33 @@ def repository_root(start: Path) -> Path | None:
 @cli.command()
 def main(
     spec: Annotated[
-        Path | None, typer.Option(help=f"The handwritten OpenAPI spec [default: {DEFAULT_SPEC} of the checkout].")
+        list[Path] | None,
+        typer.Option(help=f"A handwritten OpenAPI spec, repeatable; the first is the main one [default: {DEFAULT_SPEC}, then the other {SPEC_DIR}/*.yaml of the checkout]."),
     ] = None,
     out: Annotated[
         Path | None, typer.Option(help=f"The generated package directory [default: {DEFAULT_OUT} of the checkout].")
     ] = None,
     check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 if committed code is stale.")] = False,
 ) -> None:
-    """Regenerate the code derived from the spec, or check that it is current.
+    """Regenerate the code derived from the specs, or check that it is current.
 
     A path given on the command line is taken from the current folder; a default one from
     the checkout's root, wherever in the checkout the command runs.
     """
-    root = repository_root(Path.cwd()) if spec is None or out is None else Path.cwd()
+    root = repository_root(Path.cwd()) if not spec or out is None else Path.cwd()
     if root is None:
         typer.echo(f"regenerate-tools: {Path.cwd()} is not inside a checkout (no folder above it holds", err=True)
         typer.echo("openapi/ and pyproject.toml); run it in the checkout or pass --spec and --out", err=True)
         raise typer.Exit(2)
-    label = spec.as_posix() if spec is not None else DEFAULT_SPEC.as_posix()
-    spec = spec if spec is not None else root / DEFAULT_SPEC
+    sources = [SpecSource(p, p.as_posix()) for p in spec] if spec else spec_sources(root)
     out = out if out is not None else root / DEFAULT_OUT
     try:
-        rendered = render_package(spec, label)
+        rendered = render_package(sources)
     except SpecError as exc:
         typer.echo(f"regenerate-tools: {exc}", err=True)
         raise typer.Exit(2) from None
-    except CodegenError as exc:
-        typer.echo(f"regenerate-tools: {label} is refused:\n{textwrap.indent(str(exc), '  ')}", err=True)
+    except SpecRefused as exc:
+        typer.echo(f"regenerate-tools: {exc.label} is refused:\n{textwrap.indent(str(exc.error), '  ')}", err=True)
         raise typer.Exit(2) from None
     stale = stale_files(out, rendered)
     if check:
@@ -139,9 +200,9 @@ def main(
             typer.echo(f"stale generated files in {out}: {', '.join(stale)}", err=True)
             typer.echo("run `regenerate-tools` and commit the result", err=True)
             raise typer.Exit(1)
-        typer.echo(f"{out} is up to date with {spec}")
+        typer.echo(f"{out} is up to date with {', '.join(source.label for source in sources)}")
         return
-    changes = compare(committed_spec(out), load_spec(spec))
+    changes = compare(committed_spec(out), json.loads(rendered["spec.json"]))
     out.mkdir(parents=True, exist_ok=True)
     for name in stale:
         target = out / name

@@ -125,7 +125,20 @@ def literal(value: Any) -> str:
             piece = ""
         piece += word + " "
     pieces.append(piece[:-1])
-    return "(" + " ".join(map(repr, pieces)) + ")"
+    return "(" + " ".join(repr(chunk) for piece in pieces for chunk in _cut(piece)) + ")"
+
+
+def _cut(piece: str) -> list[str]:
+    """A piece that is one long word (a pattern, a URL) in chunks whose literals fit ``_PIECE``."""
+    if " " in piece.strip() or len(repr(piece)) <= _PIECE:
+        return [piece]
+    chunks, chunk = [], ""
+    for character in piece:
+        if chunk and len(repr(chunk + character)) > _PIECE:
+            chunks.append(chunk)
+            chunk = ""
+        chunk += character
+    return [*chunks, chunk]
 
 
 def keyword_args(values: dict[str, Any]) -> str:

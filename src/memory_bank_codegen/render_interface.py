@@ -1,4 +1,4 @@
-"""Render ``interface.py``: the typed Protocol that handwritten handlers implement.
+"""Render a spec's ``<module>_interface.py``: the typed Protocol that handwritten handlers implement.
 
 One async method per operationId, keyword-only arguments named as the spec names
 them, and a ``Reply`` of the success schema. A handler class that drifts from the

@@ -1,4 +1,4 @@
-"""Render ``routes.py``: a FastAPI router whose routes validate input and call the interface.
+"""Render a spec's ``<module>_routes.py``: a FastAPI router whose routes validate input and call its interface.
 
 Each route authenticates first (a dependency, so a bad token is 401 before a bad body is
 422), lets FastAPI validate path, query and header against bounds copied from the spec,
@@ -18,7 +18,7 @@ from memory_bank_codegen.operations import Operation, Parameter, RequestBody
 from memory_bank_codegen.pytypes import keyword_args
 
 
-def _imports(interface: str) -> ImportGroups:
+def _imports(interface: str, interface_module: str) -> ImportGroups:
     return (
         {"typing": ("Annotated", "Literal")},
         {
@@ -29,7 +29,7 @@ def _imports(interface: str) -> ImportGroups:
             "memory_bank.api.auth": ("Authorize",),
             "memory_bank.api.bodies": ("read_json_body", "read_text_body", "render_reply"),
             "memory_bank.generated": ("models",),
-            "memory_bank.generated.interface": (interface,),
+            f"memory_bank.generated.{interface_module}": (interface,),
             "memory_bank.security.principal": ("Principal",),
         },
     )
@@ -37,7 +37,7 @@ def _imports(interface: str) -> ImportGroups:
 PARAM_CLASS = {"path": "Path", "query": "Query", "header": "Header"}
 
 
-def render_routes(operations: list[Operation], spec: dict[str, Any]) -> str:
+def render_routes(operations: list[Operation], spec: dict[str, Any], *, interface_module: str) -> str:
     interface = pascal_case(spec["info"]["title"]) + "Api"
     routes = "\n\n".join(_render_route(op) for op in sorted(operations, key=_match_order))
     body = (
@@ -47,7 +47,7 @@ def render_routes(operations: list[Operation], spec: dict[str, Any]) -> str:
         + routes
         + "\n\n    return router\n"
     )
-    return import_block(body, _imports(interface), postponed_annotations=False) + "\n\n" + body
+    return import_block(body, _imports(interface, interface_module), postponed_annotations=False) + "\n\n" + body
 
 
 def _match_order(op: Operation) -> list[tuple[bool, str]]:

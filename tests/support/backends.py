@@ -14,11 +14,13 @@ import secrets
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL, Engine, make_url
 
+from memory_bank.store.database import make_engine
 from support.requirements import unavailable
 
 
@@ -69,6 +71,20 @@ def fresh_database(server: URL) -> Iterator[str]:
                 connection.exec_driver_sql(f"DROP DATABASE IF EXISTS {name}")
     finally:
         admin.dispose()
+
+
+@contextmanager
+def empty_database(backend: str, folder: Path) -> Iterator[Engine]:
+    """An engine on a database with no tables yet (``sqlite`` in ``folder``, or ``mysql``), for migrating by hand."""
+    if backend == "sqlite":
+        engine = make_engine(f"sqlite:///{folder / 'old.db'}")
+        yield engine
+        engine.dispose()
+        return
+    with fresh_database(mysql_server()) as url:
+        engine = make_engine(url)
+        yield engine
+        engine.dispose()
 
 
 def empty_tables(url: str) -> None:

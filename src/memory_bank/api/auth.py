@@ -41,7 +41,6 @@ RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource"
 #: request, checks ``permission`` and the rate limit, and yields the principal.
 Authorize = Callable[[str], Callable[..., Awaitable[Principal]]]
 
-
 def bearer_token(request: Request) -> str | None:
     """The token of an ``Authorization: Bearer <token>`` header; the scheme is case-insensitive."""
     scheme, _, token = request.headers.get("authorization", "").partition(" ")

@@ -1,9 +1,9 @@
 """Request bodies in and replies out: what the generated routes read and render with.
 
-Like oapi-codegen's strict server, ``memory_bank.generated.routes`` never touches the
+Like oapi-codegen's strict server, ``memory_bank.generated.*_routes`` never touches the
 database or the token table: it validates input with the generated models, asks an
 ``Authorize`` dependency (``api.auth``) for the principal, calls the handwritten
-implementation of ``memory_bank.generated.interface``, and renders the ``Reply`` it
+implementation of a spec's ``memory_bank.generated.*_interface``, and renders the ``Reply`` it
 gets back here.
 """
 

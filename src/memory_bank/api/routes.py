@@ -1,7 +1,7 @@
 """The service's own routes: the home redirect, ``/health``, ``/ready``, ``/metrics`` and the served spec.
 
 They are outside the spec: they serve load balancers, scrapers and people, not API
-clients. ``/openapi.json`` serves the handwritten spec itself, not FastAPI's
+clients. ``/openapi.json`` serves the handwritten specs (merged by the generator), not FastAPI's
 reconstruction of it, so clients see exactly the contract the code was generated from.
 """
 

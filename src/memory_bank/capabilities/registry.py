@@ -28,7 +28,7 @@ class CapabilityRegistry:
         self._by_name = {capability["name"]: capability for capability in self._capabilities}
         if len(self._by_name) != len(self._capabilities):
             raise ValueError("capability names must be unique")
-        self._search = CapabilitySearch(self._capabilities)
+        self._searches: dict[tuple[str, ...], CapabilitySearch] = {}
 
     def __iter__(self) -> Iterator[Capability]:
         return iter(self._capabilities)
@@ -60,6 +60,18 @@ class CapabilityRegistry:
         """The capabilities a caller with these permissions may use, in catalog order."""
         return [c for c in self._capabilities if allows(c["policy"]["permission"])]
 
+    def _index(self, allows: Allows) -> CapabilitySearch:
+        """The ranking index over what the caller may use, built once per set of callable operations.
+
+        Term statistics then come from those operations alone: operations a token may not call
+        (the admin ones, for an agent's memory token) never shift the order of those it may.
+        """
+        names = tuple(c["name"] for c in self.allowed(allows))
+        index = self._searches.get(names)
+        if index is None:
+            index = self._searches[names] = CapabilitySearch([self._by_name[name] for name in names])
+        return index
+
     def search(
         self,
         query: str,
@@ -73,8 +85,9 @@ class CapabilityRegistry:
 
         A blank query lists every allowed capability ordered by category (``limit``
         does not apply: browsing wants the whole menu). ``category`` matches
-        case-insensitively. Capabilities the caller may not use are filtered before
-        ranking, so they neither appear nor take a place in the top ``limit``.
+        case-insensitively. Capabilities the caller may not use are left out of the
+        ranking itself, so they neither appear, nor take a place in the top ``limit``,
+        nor weigh on the scores of the rest.
         """
         wanted = category.casefold() if category else None
 
@@ -87,6 +100,6 @@ class CapabilityRegistry:
             listed = sorted((c for c in self._capabilities if accept(c)), key=lambda c: c["policy"]["category"])
             cards = [card(c, None, include_schema=include_schema) for c in listed]
         else:
-            matches = self._search.search(query, limit=limit, accept=accept)
+            matches = self._index(allows).search(query, limit=limit, accept=accept)
             cards = [card(m.capability, m.score, include_schema=include_schema) for m in matches]
         return models.CapabilitySearchResult(total=total, results=cards)

@@ -1,4 +1,4 @@
-"""``memory-bank agent ...``: register, list and deactivate the agents of an org.
+"""``memory-bank agent ...``: register, list, deactivate and reactivate the agents of an org.
 
 Same output discipline as the rest of the CLI: what a script captures (an agent id,
 the list) goes to stdout, confirmations and errors to stderr.
@@ -36,13 +36,9 @@ def agent_create(
     highlighted_stderr.print("Writes name it with agent_id, or bind a token to it: token create --agent <id>.", style="dim")
 
 
-@agent_app.command("deactivate", context_settings=ID_ARGUMENT)
-def agent_deactivate(
-    agent_id: Annotated[str, typer.Argument(help="The agent's id.", metavar="ID")],
-    org: Annotated[str | None, typer.Option(help="Its organisation; needed when the id exists in several.")] = None,
-) -> None:
-    """Refuse every further write by this agent (its memories stay)."""
-    matched = _agents().deactivate(agent_id, org)
+def _set_active(agent_id: str, org: str | None, *, active: bool) -> None:
+    store = _agents()
+    matched = (store.reactivate if active else store.deactivate)(agent_id, org)
     if not matched:
         highlighted_stderr.print(f"[red]no agent {agent_id!r}{f' in org {org!r}' if org else ''}[/]")
         raise typer.Exit(1)
@@ -50,7 +46,23 @@ def agent_deactivate(
         orgs = ", ".join(sorted(row.org_id for row in matched))
         highlighted_stderr.print(f"[red]agent {agent_id!r} exists in several orgs ({orgs}); pass --org[/]")
         raise typer.Exit(2)
-    highlighted_stderr.print(f"agent {agent_id!r} in org {matched[0].org_id!r} is deactivated")
+    highlighted_stderr.print(f"agent {agent_id!r} in org {matched[0].org_id!r} is {'reactivated' if active else 'deactivated'}")
+
+
+AGENT_ID = Annotated[str, typer.Argument(help="The agent's id.", metavar="ID")]
+AGENT_ORG = Annotated[str | None, typer.Option(help="Its organisation; needed when the id exists in several.")]
+
+
+@agent_app.command("deactivate", context_settings=ID_ARGUMENT)
+def agent_deactivate(agent_id: AGENT_ID, org: AGENT_ORG = None) -> None:
+    """Refuse every further write by this agent (its memories stay)."""
+    _set_active(agent_id, org, active=False)
+
+
+@agent_app.command("reactivate", context_settings=ID_ARGUMENT)
+def agent_reactivate(agent_id: AGENT_ID, org: AGENT_ORG = None) -> None:
+    """Let a deactivated agent write again."""
+    _set_active(agent_id, org, active=True)
 
 
 @agent_app.command("list")

@@ -23,8 +23,6 @@ from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.settings import Profile, Settings, start_refusals
 from memory_bank.store.tokens import TokenStore
 
-#: The identity ``serve`` mints a token for on a fresh development database.
-DEV_IDENTITY = {"org_id": "dev", "user_id": "dev", "agent_id": "dev-agent"}
 #: Where versions before the user-data-directory default kept the embedded database.
 OLD_DATABASE = Path("memory-bank.db")
 
@@ -49,7 +47,7 @@ def _bootstrap_dev_token(tokens: TokenStore, base_url: str) -> None:
     """On a development database without tokens, mint one so the first curl works."""
     if tokens.count():
         return
-    plaintext, _ = tokens.create(**DEV_IDENTITY, permissions=sorted(PERMISSIONS))
+    plaintext, _ = tokens.create("dev", "dev", "dev-agent", sorted(PERMISSIONS), name="development")
     stderr.print(f"[bold]Development token[/] (org dev, user dev, agent dev-agent, all permissions):\n{plaintext}")
     stderr.print("Try it:", style="dim")
     stderr.print(f"curl -s '{base_url}/v1/memory/search?q=hello' -H 'Authorization: Bearer {plaintext}'")

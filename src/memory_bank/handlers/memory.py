@@ -1,4 +1,4 @@
-"""``MemoryHandlers``: the handwritten implementation of ``generated.interface.MemoryBankApi``.
+"""``MemoryHandlers``: the handwritten implementation of ``generated.memory_interface.MemoryBankApi``.
 
 Each method turns validated request models into store calls and store rows into
 response models; nothing here touches SQL or decides who may see what (the store

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from memory_bank.app import create_app
 from memory_bank.capabilities.execute.outcome import Caller
+from memory_bank.errors import Unauthorized
 from memory_bank.mcp.envelope import classify
 from memory_bank.mcp.server import build_server
 from memory_bank.settings import Profile, Settings
@@ -50,10 +51,14 @@ async def serve_stdio(settings: Settings) -> None:
     """
     token = check_allowed(settings)
     app = create_app(settings)
-    principal = app.state.tokens.verify(token)
+    try:
+        principal = app.state.tokens.verify(token)
+    except Unauthorized as expired:
+        app.state.engine.dispose()
+        raise StdioRefused(f"MEMORY_BANK_TOKEN is not a valid token: {expired.detail}") from None
     if principal is None:
         app.state.engine.dispose()
-        raise StdioRefused("MEMORY_BANK_TOKEN is not a valid token (unknown or revoked)")
+        raise StdioRefused("MEMORY_BANK_TOKEN is not a valid token (unknown, revoked or rotated)")
     # Verified once, at start: each tool call's REST request verifies the token again (revocation).
     caller = Caller(token, principal, verified_for_call=False)
     server = build_server(app.state.mcp_toolbox, lambda ctx: caller)

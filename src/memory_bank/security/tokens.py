@@ -2,7 +2,8 @@
 
 A token is ``mb_`` + 32 random bytes (URL-safe base64). Being random and long, it
 needs no slow hash: sha256 suffices to make a leaked table useless, and it keeps the
-lookup a single indexed equality. Kept apart from the token table (``store.tokens``)
+lookup a single indexed equality. Its first characters (``visible_prefix``) are kept
+in the clear so that people can tell tokens apart in a list. Kept apart from the token table (``store.tokens``)
 so that what a token is and may grant is decided without a database.
 """
 
@@ -11,9 +12,18 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections.abc import Iterable
+from datetime import datetime, timedelta
 
 TOKEN_PREFIX = "mb_"
 PERMISSIONS = frozenset({"memory:read", "memory:write", "memory:admin"})
+
+#: Random characters shown after ``mb_``: 36 bits, enough to tell an org's tokens apart;
+#: the 37 characters left (about 220 bits) are what an attacker would still have to guess.
+VISIBLE_CHARACTERS = 6
+
+#: ``last_used_at`` is written only when the stored value is older than this, so a busy
+#: token costs at most one write a minute, however many replicas it calls.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
 def digest(plaintext: str) -> str:
@@ -24,6 +34,20 @@ def digest(plaintext: str) -> str:
 def mint() -> str:
     """A new token's plaintext: shown once, never stored."""
     return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def visible_prefix(plaintext: str) -> str:
+    """What a list shows of a token: ``mb_`` and its first random characters."""
+    return plaintext[: len(TOKEN_PREFIX) + VISIBLE_CHARACTERS]
+
+
+def is_expired(expires_at: datetime | None, now: datetime) -> bool:
+    return expires_at is not None and expires_at <= now
+
+
+def use_is_stale(last_used_at: datetime | None, now: datetime) -> bool:
+    """Whether a call at ``now`` should write ``last_used_at`` (see ``LAST_USED_RESOLUTION``)."""
+    return last_used_at is None or now - last_used_at >= LAST_USED_RESOLUTION
 
 
 def granted(permissions: Iterable[str]) -> list[str]:

@@ -40,7 +40,7 @@ def register_for_token(session: Session, org_id: str, agent_id: str | None) -> N
 
 
 class AgentStore:
-    """Create, find, list and deactivate agents; the CLI and the resolver share it."""
+    """Create, find, list, deactivate and reactivate agents; the CLI, the admin API and the resolver share it."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
@@ -80,12 +80,18 @@ class AgentStore:
         Ids chosen at ``token create --agent`` time may repeat across orgs, so more
         than one match without an org is refused and nothing changes.
         """
+        return self._set_active(agent_id, org_id, active=False)
+
+    def reactivate(self, agent_id: str, org_id: str | None = None) -> list[AgentRow]:
+        """Let a deactivated agent write again; matched as ``deactivate`` matches."""
+        return self._set_active(agent_id, org_id, active=True)
+
+    def _set_active(self, agent_id: str, org_id: str | None, *, active: bool) -> list[AgentRow]:
         statement = sa.select(AgentRow).where(col(AgentRow.id) == agent_id)
         if org_id is not None:
             statement = statement.where(col(AgentRow.org_id) == org_id)
         with transaction(self._engine, write=True) as session:
-            rows = list(session.scalars(statement))
+            rows = [row for row in session.scalars(statement) if row.id == agent_id]  # exact: no PAD SPACE match
             if len(rows) == 1:
-                rows[0].active = False
+                rows[0].active = active
         return rows
-

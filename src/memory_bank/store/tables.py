@@ -67,18 +67,27 @@ class MemoryRow(SQLModel, table=True):
 
 
 class TokenRow(SQLModel, table=True):
-    """A bearer token, known only by its sha256: a database leak yields no usable token."""
+    """A bearer token, known only by its sha256: a database leak yields no usable token.
+
+    ``prefix`` is the first characters of the secret, kept so that people can tell
+    tokens apart in a list (NULL for tokens minted before it was kept). Rotation
+    replaces ``token_hash`` and ``prefix`` in place: the id and the grants stay.
+    """
 
     __tablename__ = "token"
 
     pk: int | None = Field(default=None, primary_key=True, sa_type=SurrogateKey)
     id: str = Field(default_factory=new_id, sa_type=IdType, unique=True)
     token_hash: str = Field(max_length=64, unique=True)
+    prefix: str | None = Field(default=None, max_length=16)
+    name: str | None = Field(default=None, max_length=128)
     org_id: str = Field(max_length=128)
     user_id: str = Field(max_length=128)
     agent_id: str | None = Field(default=None, max_length=128)
     permissions: list[str] = Field(default_factory=empty_list, sa_type=sa.JSON)
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    expires_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    last_used_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     revoked_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
 
 

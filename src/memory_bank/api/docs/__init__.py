@@ -1,6 +1,6 @@
 """Human-facing documentation: Swagger UI, Redoc and the capability browser, with bundled assets.
 
-All three read the handwritten spec at ``/openapi.json`` (or call the API) from the
+All three read the handwritten specs at ``/openapi.json`` (or call the API) from the
 same origin; nothing is fetched from the internet.
 """
 

@@ -1,0 +1,97 @@
+"""``AdminHandlers``: the handwritten implementation of ``generated.admin_interface.MemoryBankAdminApi``.
+
+Every store call is given the caller's org, so another org's token or agent is the same
+404 as a missing one, and a token is only ever minted in the caller's own org (the
+request has no org to name). The route has already required ``memory:admin``, which
+implies every other permission, so an admin may grant any of them and nobody else
+mints at all. Secrets leave only in a ``TokenSecret``, the answer of create and rotate.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from starlette.concurrency import run_in_threadpool
+
+from memory_bank.errors import InvalidInput, NotFound
+from memory_bank.generated import models
+from memory_bank.handlers.convert import to_model
+from memory_bank.reply import Reply
+from memory_bank.security.principal import Principal
+from memory_bank.store.agents import AgentStore
+from memory_bank.store.columns import utcnow
+from memory_bank.store.tables import AgentRow, TokenRow
+from memory_bank.store.tokens import TokenStore
+
+
+def _token(row: TokenRow) -> models.Token:
+    return to_model(models.Token, row)
+
+
+def _secret(minted: tuple[str, TokenRow]) -> models.TokenSecret:
+    return models.TokenSecret(token=_token(minted[1]), secret=minted[0])
+
+
+def _agent(rows: list[AgentRow], agent_id: str) -> models.Agent:
+    """The one agent a (de)activation matched in the caller's org; 404 when none did."""
+    if not rows:
+        raise NotFound.of(f"agent {agent_id!r}")
+    return to_model(models.Agent, rows[0])
+
+
+class AdminHandlers:
+    def __init__(self, tokens: TokenStore, agents: AgentStore) -> None:
+        self._tokens = tokens
+        self._agents = agents
+
+    async def list_tokens(self, principal: Principal, *, include_revoked: bool = False) -> Reply[models.TokenList]:
+        rows = await run_in_threadpool(self._tokens.listed, principal.org_id, revoked=include_revoked)
+        return Reply(models.TokenList(tokens=[_token(row) for row in rows]))
+
+    async def create_token(self, principal: Principal, *, body: models.TokenCreate) -> Reply[models.TokenSecret]:
+        expires_at = None if body.expires_in_seconds is None else utcnow() + timedelta(seconds=body.expires_in_seconds)
+        user_id = body.user_id or principal.user_id
+        try:
+            minted = await run_in_threadpool(
+                self._tokens.create,
+                principal.org_id,
+                user_id,
+                body.agent_id,
+                body.permissions,
+                name=body.name,
+                expires_at=expires_at,
+            )
+        except ValueError as exc:  # an id the tables cannot hold, or an agent that is deactivated
+            raise InvalidInput(str(exc)) from None
+        return Reply(_secret(minted), 201)
+
+    async def get_token(self, principal: Principal, *, token_id: str) -> Reply[models.Token]:
+        row = await run_in_threadpool(self._tokens.find, token_id, principal.org_id)
+        if row is None:
+            raise NotFound.of(f"token {token_id}")
+        return Reply(_token(row))
+
+    async def revoke_token(self, principal: Principal, *, token_id: str) -> Reply[None]:
+        if not await run_in_threadpool(self._tokens.revoke, token_id, principal.org_id):
+            raise NotFound(f"no live token has the id {token_id}")
+        return Reply(None)
+
+    async def rotate_token(self, principal: Principal, *, token_id: str) -> Reply[models.TokenSecret]:
+        rotated = await run_in_threadpool(self._tokens.rotate, token_id, principal.org_id)
+        if rotated is None:
+            raise NotFound(f"no live token has the id {token_id}")
+        return Reply(_secret(rotated))
+
+    async def list_agents(self, principal: Principal) -> Reply[models.AgentList]:
+        rows = await run_in_threadpool(self._agents.in_org, principal.org_id)
+        return Reply(models.AgentList(agents=[to_model(models.Agent, row) for row in rows]))
+
+    async def create_agent(self, principal: Principal, *, body: models.AgentCreate) -> Reply[models.Agent]:
+        row = await run_in_threadpool(self._agents.create, principal.org_id, body.name)
+        return Reply(to_model(models.Agent, row), 201)
+
+    async def deactivate_agent(self, principal: Principal, *, agent_id: str) -> Reply[models.Agent]:
+        return Reply(_agent(await run_in_threadpool(self._agents.deactivate, agent_id, principal.org_id), agent_id))
+
+    async def reactivate_agent(self, principal: Principal, *, agent_id: str) -> Reply[models.Agent]:
+        return Reply(_agent(await run_in_threadpool(self._agents.reactivate, agent_id, principal.org_id), agent_id))
