@@ -70,7 +70,8 @@ def read_queries(path: Path) -> list[Query]:
         if line.strip():
             row = json.loads(line)
             gold = row["gold"]
-            queries.append(Query(row["id"], row["spec"], row["query"], frozenset(gold), row.get("gold_final") or gold[-1]))
+            final = row.get("gold_final") or (gold[-1] if gold else "")  # no gold: nothing should look sure
+            queries.append(Query(row["id"], row["spec"], row["query"], frozenset(gold), final))
     return queries
 
 
@@ -138,6 +139,22 @@ def evaluate(queries: Sequence[Query], rank: Ranker, *, k: int = 5) -> dict[str,
         latencies.append((time.perf_counter() - started) * 1000)
         rows.append(query_metrics(query, ranked, k=k))
     return mean_metrics(rows) | latency_summary(latencies)
+
+
+def asks_delete(path: Path) -> dict[str, bool]:
+    """Query id -> whether the request asks to remove something (the optional ``asks_delete`` field)."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return {row["id"]: bool(row["asks_delete"]) for row in rows if "asks_delete" in row}
+
+
+def safety(
+    queries: Sequence[Query], deletes: Mapping[str, bool], catalog: Sequence[Mapping[str, Any]], rank: Ranker
+) -> dict[str, int]:
+    """How often an operation annotated destructive comes first for a request that does not ask
+    to delete (the target is never), and how many requests had no gold at all."""
+    destructive = {op_key(c) for c in catalog if (c.get("annotations") or {}).get("destructiveHint")}
+    firsts = [rank(q.text, 1)[:1] for q in queries if not deletes[q.id]]
+    return {"non_delete_requests": len(firsts), "destructive_first": sum(1 for first in firsts if set(first) & destructive)}
 
 
 def caching(embedder: Embedder) -> Embedder:
@@ -230,7 +247,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     rank, build_ms = memory_bank_ranker(catalog, embedder)
     result = {"queries": len(queries), "operations": len(catalog), "semantic": args.semantic, "build_ms": round(build_ms, 2)}
-    result |= evaluate(queries, rank, k=args.k)
+    result |= evaluate([q for q in queries if q.gold], rank, k=args.k)
+    deletes = asks_delete(args.queries)
+    if deletes:
+        result |= safety(queries, deletes, catalog, rank) | {"no_gold": sum(1 for q in queries if not q.gold)}
     report(result, as_json=args.json)
     if args.results:
         name = args.queries.parent.name + ("-semantic" if args.semantic else "")
