@@ -22,7 +22,12 @@ def clean_operation(operation_id: str = "getThing") -> dict[str, Any]:
         "operationId": operation_id,
         "summary": "Get a thing",
         "description": "Returns the thing.",
-        "x-capability": {"category": "Things", "permission": "memory:read", "expose": True},
+        "x-capability": {
+            "category": "Things",
+            "permission": "memory:read",
+            "expose": True,
+            "examples": ["show my things", "which things do I have?", "list things", "get all things", "what is there"],
+        },
         "parameters": [{"name": "q", "in": "query", "schema": {"type": "string"}}],
         "responses": {
             "200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object"}}}},
@@ -73,6 +78,8 @@ def test_clean_spec_has_no_issues() -> None:
         (lambda op: op["x-capability"].update(examples="save this"), "x-capability-examples"),
         (lambda op: op["x-capability"].update(examples=["save this", " "]), "x-capability-examples"),
         (lambda op: op["x-capability"].update(examples=[3]), "x-capability-examples"),
+        (lambda op: op["x-capability"].pop("examples"), "x-capability-examples-count"),
+        (lambda op: op["x-capability"]["examples"].__setitem__(0, "LIST THINGS "), "x-capability-examples-count"),
         (lambda op: op["responses"].pop("401"), "error-responses-declared"),
         (lambda op: op["responses"].pop("422"), "error-responses-declared"),
         (lambda op: op["responses"].update({"404": {"description": "x"}}), "error-response-problem-json"),
