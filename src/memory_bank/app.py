@@ -37,7 +37,7 @@ from memory_bank.settings import Settings, get_settings
 from memory_bank.store.agents import AgentStore
 from memory_bank.store.database import open_database
 from memory_bank.store.memories import MemoryStore
-from memory_bank.store.search.semantic import embedder_for
+from memory_bank.store.search.semantic import embedders
 from memory_bank.store.tokens import TokenStore
 
 
@@ -56,8 +56,9 @@ def create_app(settings: Settings | None = None, *, clock: Callable[[], float] =
     engine = open_database(settings)
     tokens = TokenStore(engine)
     operations = Operations.build(settings, engine, clock)
-    registry = CapabilityRegistry(CAPABILITIES)
-    handlers = AppHandlers(MemoryStore(engine, embedder_for(settings)), AgentResolver(AgentStore(engine)), registry)
+    memory_model, capability_model = embedders(settings)
+    registry = CapabilityRegistry(CAPABILITIES, embedder=capability_model)
+    handlers = AppHandlers(MemoryStore(engine, memory_model), AgentResolver(AgentStore(engine)), registry)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -71,6 +71,8 @@ class Settings(BaseSettings):
     public_url: str = DEFAULT_PUBLIC_URL
     #: Memory search also by local embeddings (needs the ``semantic`` extra; store.search.semantic).
     semantic_search: bool = False
+    #: Capability search fuses in the same model (capabilities.ranking.semantic): the hybrid.
+    semantic_capabilities: bool = False
 
     @field_validator("database_url")
     @classmethod

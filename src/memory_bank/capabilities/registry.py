@@ -13,6 +13,7 @@ from typing import Any
 from memory_bank.capabilities.cards import card
 from memory_bank.capabilities.ranking.search import CapabilitySearch
 from memory_bank.generated import models
+from memory_bank.textsearch.embeddings import Embedder
 
 Capability = Mapping[str, Any]
 
@@ -23,12 +24,14 @@ Allows = Callable[[str], bool]
 class CapabilityRegistry:
     """An immutable set of capabilities (names unique, as the catalog guarantees)."""
 
-    def __init__(self, capabilities: Sequence[Capability]) -> None:
+    def __init__(self, capabilities: Sequence[Capability], *, embedder: Embedder | None = None) -> None:
+        """``embedder`` (setting ``semantic_capabilities``) makes search the hybrid: every
+        capability is embedded here, once, and each query at search time."""
         self._capabilities = list(capabilities)
         self._by_name = {capability["name"]: capability for capability in self._capabilities}
         if len(self._by_name) != len(self._capabilities):
             raise ValueError("capability names must be unique")
-        self._search = CapabilitySearch(self._capabilities)
+        self._search = CapabilitySearch(self._capabilities, embedder=embedder)
 
     def __iter__(self) -> Iterator[Capability]:
         return iter(self._capabilities)
