@@ -17,6 +17,13 @@ from memory_bank.textsearch.embeddings import Embedder
 
 Capability = Mapping[str, Any]
 
+#: The first score below which a first result is too often wrong to act on without comparing
+#: several cards, per ranker: the lexical score is the share of the request a capability
+#: covers, the hybrid's is relative to the query's best, so their scales differ. Chosen by
+#: leave-one-source-out (``evals/capability_scores.py``, docs/decisions/0016).
+CONFIDENT_LEXICAL = 0.11
+CONFIDENT_HYBRID = 0.97
+
 #: ``allows(permission)``: whether the caller may use an operation needing it.
 Allows = Callable[[str], bool]
 
@@ -32,6 +39,7 @@ class CapabilityRegistry:
         if len(self._by_name) != len(self._capabilities):
             raise ValueError("capability names must be unique")
         self._search = CapabilitySearch(self._capabilities, embedder=embedder)
+        self.confident_score = CONFIDENT_LEXICAL if embedder is None else CONFIDENT_HYBRID
 
     def __iter__(self) -> Iterator[Capability]:
         return iter(self._capabilities)
