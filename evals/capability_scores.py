@@ -64,7 +64,8 @@ def balanced_accuracy(firsts: Sequence[First], cut: float) -> float:
 
 
 def leave_one_source_out(firsts: Mapping[str, Sequence[First]]) -> dict[str, tuple[float, float]]:
-    """Per held-out source: the cut the other sources choose and its balanced accuracy there."""
+    """Per held-out source: the cut the other sources choose (the lowest of equally good ones)
+    and its balanced accuracy there."""
     folds = {}
     for held_out in firsts:
         others = [name for name in firsts if name != held_out]
