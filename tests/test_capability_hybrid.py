@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import pytest
 from fastapi.testclient import TestClient
 
 from memory_bank.app import create_app
 from memory_bank.capabilities.ranking.search import CapabilitySearch
+from memory_bank.capabilities.ranking.semantic import SemanticIndex, capability_texts
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.settings import Settings
 from memory_bank.store.search import semantic
@@ -44,3 +48,20 @@ def test_asking_for_the_hybrid_without_the_extra_fails_at_start_up(database_url:
         create_app(Settings(database_url=database_url, semantic_capabilities=True))
     with pytest.raises(semantic.SemanticExtraMissing, match="MEMORY_BANK_SEMANTIC_SEARCH and MEMORY_BANK_SEMANTIC_CAPABILITIES are on"):
         create_app(Settings(database_url=database_url, semantic_search=True, semantic_capabilities=True))
+
+
+def test_the_embedding_side_takes_an_operations_closest_example() -> None:
+    """An operation is as close to a request as its closest text: description or one example."""
+    np = semantic_extra("numpy")
+    axes = ["forget", "save", "search"]
+
+    def embed(texts: Sequence[str]) -> Any:
+        rows = np.array([[float(axis in text) for axis in axes] + [0.1] for text in texts])
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+    plain = {"title": "Drop a record", "description": "", "examples": []}
+    with_examples = {"title": "Drop a record", "description": "", "examples": ["save this", "forget that"]}
+    index = SemanticIndex(embed, [capability_texts(plain), capability_texts(with_examples), ["search it"]])
+    unrelated, closest, other = index.scores("forget my address")
+    assert closest == pytest.approx(float(embed(["forget that"])[0] @ embed(["forget my address"])[0]))
+    assert closest > other and closest > unrelated and capability_texts(plain) == ["Drop a record"]
