@@ -13,7 +13,10 @@ in the query's gold chain.
 
 Metrics: hit@1 / hit@k (any gold op in the top 1 / k), final@1 / final@k (the
 chain's last op), MRR of the first gold hit (0 when none in the top ``max(k, 10)``);
-plus index build time and median / p95 query latency. ``--semantic`` adds the local
+plus index build time and median / p95 query latency. Rows that carry ``asks_delete``
+(our own catalog) add ``destructive_first``: how many requests that do not ask to delete
+get an operation annotated destructive first; a row with empty gold (an operation that is
+not exposed) counts only there. ``--semantic`` adds the local
 embedding model (needs the ``semantic`` extra; build time then includes embedding
 every capability).
 
