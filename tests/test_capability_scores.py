@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -51,3 +52,24 @@ def test_each_fold_picks_its_cut_on_the_other_sources() -> None:
     folds = leave_one_source_out({"a": clear, "b": clear, "c": [(0.35, True), (0.3, False)]})
     # a and b are separated by any cut in (0.2, 0.7], c only by one in (0.3, 0.35]
     assert folds == {"a": (0.31, 1.0), "b": (0.31, 1.0), "c": (0.21, 0.5)}
+
+
+def test_the_harness_counts_a_destructive_first_only_for_requests_that_do_not_delete(tmp_path: Path) -> None:
+    from capability_search import asks_delete, read_queries, safety
+
+    rows = [
+        {"id": "keep", "spec": "s", "query": "save it", "gold": ["POST /x"], "asks_delete": False},
+        {"id": "drop", "spec": "s", "query": "forget it", "gold": ["DELETE /x"], "asks_delete": True},
+        {"id": "none", "spec": "s", "query": "export it", "gold": [], "asks_delete": False},
+    ]
+    path = tmp_path / "requests.jsonl"
+    path.write_text("\n".join(json.dumps(row) for row in rows), encoding="utf-8")
+    queries = read_queries(path)
+    assert [q.gold_final for q in queries] == ["POST /x", "DELETE /x", ""]
+    catalog = [
+        {"source": "s", "method": "DELETE", "path": "/x", "annotations": {"destructiveHint": True}},
+        {"source": "s", "method": "POST", "path": "/x", "annotations": {"destructiveHint": False}},
+    ]
+    always_delete = lambda text, limit: [("s", "DELETE /x")][:limit]  # noqa: E731
+    assert safety(queries, asks_delete(path), catalog, always_delete) == {"non_delete_requests": 2, "destructive_first": 2}
+    assert safety(queries, asks_delete(path), catalog, lambda text, limit: [])["destructive_first"] == 0
