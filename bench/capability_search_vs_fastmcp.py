@@ -1,8 +1,11 @@
 """Our capability search next to FastMCP's BM25 tool-search transform, same specs, same queries.
 
-    python bench/capability_search_vs_fastmcp.py [--queries FILE.jsonl] [--specs-root DIR] [--k 5] [--json] [--semantic]
+    python bench/capability_search_vs_fastmcp.py [--queries FILE.jsonl] [--specs-root DIR] [--k 5] [--json] [--semantic] [--results [FILE]]
 
-Defaults to ../shared/evals/toolalpaca. Three rankers, one run, one table:
+Defaults to ../shared/evals/toolalpaca; our own catalog is ``--queries
+evals/own_catalog/requests.jsonl --specs-root openapi`` (only the exposed operations, for
+every ranker; requests without gold count only for ``destructive_first``). Three rankers,
+one run, one table:
 
 * ``memory-bank`` - ``CapabilitySearch`` over the codegen catalog (as the eval harness);
   with ``--semantic`` also ``memory-bank+semantic`` (needs the ``semantic`` extra).
@@ -42,12 +45,14 @@ import httpx2  # noqa: E402
 from capability_search import (  # noqa: E402
     Ranker,
     add_semantic_option,
+    asks_delete,
     evaluate,
     load_catalog,
     memory_bank_ranker,
     op_key,
     read_queries,
     requested_embedder,
+    safety,
 )
 from memory_bank_codegen.loader import load_spec  # noqa: E402
 from fastmcp.server.providers.openapi import OpenAPIProvider  # noqa: E402
@@ -55,6 +60,7 @@ from fastmcp.server.transforms.search.base import _extract_searchable_text  # no
 from fastmcp.server.transforms.search.bm25 import _BM25Index  # noqa: E402
 from fastmcp.tools.base import Tool  # noqa: E402
 from memory_bank.capabilities.ranking.fields import response_words  # noqa: E402
+from results import add_results_option, table, write_section  # noqa: E402
 
 DEFAULT_ROOT = ROOT.parent / "shared" / "evals" / "toolalpaca"
 
@@ -96,16 +102,19 @@ def fastmcp_catalog_ranker(catalog: Sequence[Mapping[str, Any]]) -> tuple[Ranker
     return _fastmcp_ranker(documents, [op_key(c) for c in catalog])
 
 
-def fastmcp_openapi_ranker(specs_root: Path, spec_names: Sequence[str]) -> tuple[Ranker, float]:
-    """Tools from fastmcp's OpenAPI integration, one provider per spec, pooled in one index."""
+def fastmcp_openapi_ranker(specs_root: Path, spec_names: Sequence[str], exposed: set[tuple[str, str]]) -> tuple[Ranker, float]:
+    """Tools from fastmcp's OpenAPI integration, one provider per spec, pooled in one index;
+    only the ``exposed`` operations, as the server offers them."""
     documents, keys = [], []
     client = httpx2.AsyncClient(base_url="http://127.0.0.1")  # never called: tools are only ranked
     for name in spec_names:
         provider = OpenAPIProvider(load_spec(specs_root / name), client=client)
         for tool in asyncio.run(provider.list_tools()):
             route = tool._route
-            documents.append(_extract_searchable_text(tool))
-            keys.append((name, f"{route.method.upper()} {route.path}"))
+            key = (name, f"{route.method.upper()} {route.path}")
+            if key in exposed:
+                documents.append(_extract_searchable_text(tool))
+                keys.append(key)
     return _fastmcp_ranker(documents, keys)
 
 
@@ -116,6 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     add_semantic_option(parser)
+    add_results_option(parser)
     args = parser.parse_args(argv)
     embedder = requested_embedder(parser, args)
 
@@ -126,14 +136,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         "memory-bank": memory_bank_ranker(catalog),
         **({"memory-bank+semantic": memory_bank_ranker(catalog, embedder)} if embedder else {}),
         "fastmcp/catalog": fastmcp_catalog_ranker(catalog),
-        "fastmcp/openapi": fastmcp_openapi_ranker(args.specs_root, spec_names),
+        "fastmcp/openapi": fastmcp_openapi_ranker(args.specs_root, spec_names, {op_key(c) for c in catalog}),
     }
-    rows = {name: {"build_ms": round(build_ms, 2)} | evaluate(queries, rank, k=args.k) for name, (rank, build_ms) in rankers.items()}
+    graded, deletes = [q for q in queries if q.gold], asks_delete(args.queries)
+    rows = {
+        name: {"build_ms": round(build_ms, 2)}
+        | evaluate(graded, rank, k=args.k)
+        | (safety(queries, deletes, catalog, rank) if deletes else {})
+        for name, (rank, build_ms) in rankers.items()
+    }
+    if args.results:
+        source = args.queries.parent.name
+        body = table([{"ranker": name, **row} for name, row in rows.items()])
+        write_section(args.results, f"{source}-vs-fastmcp", f"Capability search, {source}: ours beside FastMCP's BM25, same catalog", body)
     if args.json:
-        print(json.dumps({"queries": len(queries), "operations": len(catalog), "rankers": rows}))
+        print(json.dumps({"queries": len(graded), "operations": len(catalog), "rankers": rows}))
         return 0
     columns = list(next(iter(rows.values())))
-    print(f"{len(queries)} queries, {len(catalog)} operations, k={args.k}")
+    print(f"{len(graded)} queries, {len(catalog)} operations, k={args.k}")
     print(f"{'ranker':<22}" + "".join(f"{c:>16}" for c in columns))
     for name, row in rows.items():
         print(f"{name:<22}" + "".join(f"{row[c]:>16}" for c in columns))

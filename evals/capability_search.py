@@ -6,12 +6,17 @@ Each line of FILE.jsonl is ``{"id", "spec", "query", "gold": ["METHOD /path", ..
 "gold_final"}`` with ``spec`` relative to DIR. Every distinct spec is loaded into ONE
 registry through the server's own path (codegen ``build_catalogs`` with
 ``default_expose=True``, then ``CapabilitySearch``), so operations of all specs
-compete, as they do for an agent. A result counts when its (spec, method, path) is
+compete, as they do for an agent. A spec that declares ``x-capability.expose`` (our
+own, ``--specs-root openapi`` with ``"spec": "memory.yaml"``) keeps its flags: only
+what the server exposes is searchable. A result counts when its (spec, method, path) is
 in the query's gold chain.
 
 Metrics: hit@1 / hit@k (any gold op in the top 1 / k), final@1 / final@k (the
 chain's last op), MRR of the first gold hit (0 when none in the top ``max(k, 10)``);
-plus index build time and median / p95 query latency. ``--semantic`` adds the local
+plus index build time and median / p95 query latency. Rows that carry ``asks_delete``
+(our own catalog) add ``destructive_first``: how many requests that do not ask to delete
+get an operation annotated destructive first; a row with empty gold (an operation that is
+not exposed) counts only there. ``--semantic`` adds the local
 embedding model (needs the ``semantic`` extra; build time then includes embedding
 every capability).
 
@@ -70,12 +75,14 @@ def read_queries(path: Path) -> list[Query]:
         if line.strip():
             row = json.loads(line)
             gold = row["gold"]
-            queries.append(Query(row["id"], row["spec"], row["query"], frozenset(gold), row.get("gold_final") or gold[-1]))
+            final = row.get("gold_final") or (gold[-1] if gold else "")  # no gold: nothing should look sure
+            queries.append(Query(row["id"], row["spec"], row["query"], frozenset(gold), final))
     return queries
 
 
 def load_catalog(specs_root: Path, spec_names: Sequence[str]) -> list[dict[str, Any]]:
-    """All operations of the named specs as one registry (the server's code path)."""
+    """The operations of the named specs as one registry (the server's code path): all of a
+    vendor spec, the exposed ones of a spec that says which are (``x-capability.expose``)."""
     return build_catalogs([(name, load_spec(specs_root / name)) for name in spec_names], default_expose=True)
 
 
@@ -138,6 +145,22 @@ def evaluate(queries: Sequence[Query], rank: Ranker, *, k: int = 5) -> dict[str,
         latencies.append((time.perf_counter() - started) * 1000)
         rows.append(query_metrics(query, ranked, k=k))
     return mean_metrics(rows) | latency_summary(latencies)
+
+
+def asks_delete(path: Path) -> dict[str, bool]:
+    """Query id -> whether the request asks to remove something (the optional ``asks_delete`` field)."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return {row["id"]: bool(row["asks_delete"]) for row in rows if "asks_delete" in row}
+
+
+def safety(
+    queries: Sequence[Query], deletes: Mapping[str, bool], catalog: Sequence[Mapping[str, Any]], rank: Ranker
+) -> dict[str, int]:
+    """How often an operation annotated destructive comes first for a request that does not ask
+    to delete (the target is never), and how many requests had no gold at all."""
+    destructive = {op_key(c) for c in catalog if (c.get("annotations") or {}).get("destructiveHint")}
+    firsts = [rank(q.text, 1)[:1] for q in queries if not deletes[q.id]]
+    return {"non_delete_requests": len(firsts), "destructive_first": sum(1 for first in firsts if set(first) & destructive)}
 
 
 def caching(embedder: Embedder) -> Embedder:
@@ -230,7 +253,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     rank, build_ms = memory_bank_ranker(catalog, embedder)
     result = {"queries": len(queries), "operations": len(catalog), "semantic": args.semantic, "build_ms": round(build_ms, 2)}
-    result |= evaluate(queries, rank, k=args.k)
+    result |= evaluate([q for q in queries if q.gold], rank, k=args.k)
+    deletes = asks_delete(args.queries)
+    if deletes:
+        result |= safety(queries, deletes, catalog, rank) | {"no_gold": sum(1 for q in queries if not q.gold)}
     report(result, as_json=args.json)
     if args.results:
         name = args.queries.parent.name + ("-semantic" if args.semantic else "")

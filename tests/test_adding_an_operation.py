@@ -45,7 +45,18 @@ def _throwaway_operation() -> dict[str, Any]:
             "summary": "Count a tally of memories",
             "description": "Returns a tally of the caller's memories: how many were imported, how many skipped.",
             "tags": ["Memory"],
-            "x-capability": {"category": "Memory", "permission": "memory:read", "expose": True},
+            "x-capability": {
+                "category": "Memory",
+                "permission": "memory:read",
+                "expose": True,
+                "examples": [
+                    "how many memories do I have?",
+                    "count my notes",
+                    "give me a tally of saved facts",
+                    "how much have you stored about me",
+                    "number of memories imported",
+                ],
+            },
             "responses": {
                 "200": {
                     "description": "The tally.",

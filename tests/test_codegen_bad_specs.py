@@ -59,6 +59,11 @@ def _no_success_response(spec: Spec) -> None:
         del responses[status]
 
 
+def _too_few_examples(spec: Spec) -> None:
+    declared = spec["paths"]["/v1/memory"]["get"]["x-capability"]
+    declared["examples"] = declared["examples"][:3] + [declared["examples"][0].upper()]  # a repeat is no new wording
+
+
 def _not_openapi(spec: Spec) -> None:
     del spec["paths"]["/v1/memory"]["get"]["responses"]["401"]["$ref"]  # a response needs a description
 
@@ -78,9 +83,10 @@ def _not_openapi(spec: Spec) -> None:
         ),
         (_missing_ref, "postMemory: ref-missing: #/components/schemas/Gone names nothing in this document"),
         (_no_success_response, "listMemories: success-response: declare a 2xx response"),
+        (_too_few_examples, "listMemories: x-capability-examples-count: an exposed operation needs at least 5 distinct"),
         (_not_openapi, "listMemories: openapi-spec: at /paths/~1v1~1memory/get/responses/401: \"description\" is a required"),
     ],
-    ids=["parameter-ref-cycle", "schema-ref-cycle", "missing-ref", "no-2xx-response", "not-openapi"],
+    ids=["parameter-ref-cycle", "schema-ref-cycle", "missing-ref", "no-2xx-response", "too-few-examples", "not-openapi"],
 )
 def test_a_bad_spec_is_refused_by_operation_and_rule(tmp_path: Path, mutate: Callable[[Spec], None], named: str) -> None:
     spec = _write(_edited(mutate), tmp_path)

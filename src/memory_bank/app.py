@@ -38,7 +38,7 @@ from memory_bank.settings import Settings, get_settings
 from memory_bank.store.agents import AgentStore
 from memory_bank.store.database import open_database
 from memory_bank.store.memories import MemoryStore
-from memory_bank.store.search.semantic import embedder_for
+from memory_bank.store.search.semantic import embedders
 from memory_bank.store.tokens import TokenStore
 
 
@@ -58,9 +58,10 @@ def create_app(settings: Settings | None = None, *, clock: Callable[[], float] =
     tokens = TokenStore(engine)
     oauth = OAuthTokens(settings, audiences(settings.public_url, MCP_PATH)) if settings.oauth_issuer else None
     operations = Operations.build(settings, engine, clock)
-    registry = CapabilityRegistry(CAPABILITIES)
+    memory_model, capability_model = embedders(settings)
+    registry = CapabilityRegistry(CAPABILITIES, embedder=capability_model)
     agents = AgentStore(engine)
-    handlers = AppHandlers(MemoryStore(engine, embedder_for(settings)), AgentResolver(agents), registry)
+    handlers = AppHandlers(MemoryStore(engine, memory_model), AgentResolver(agents), registry)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -88,6 +88,8 @@ class Settings(BaseSettings):
     #: An unknown ``kid`` refetches the JWKS at most this often, so a flood of made-up kids
     #: cannot hammer the authorization server.
     oauth_jwks_refresh_seconds: float = Field(default=30, ge=0)
+    #: Capability search fuses in the same model (capabilities.ranking.semantic): the hybrid.
+    semantic_capabilities: bool = False
 
     @field_validator("database_url")
     @classmethod

@@ -30,6 +30,9 @@ INPUT_ERROR_STATUS = "422"
 PROBLEM_JSON = "application/problem+json"
 _CAMEL_CASE = re.compile(r"^[a-z][a-zA-Z0-9]*$")
 #: ``token:any`` (``memory_bank.api.auth.ANY_TOKEN``) is for operations every valid token may call.
+#: Requests an agent would make, per exposed operation: search indexes them as a field of
+#: their own (document expansion), and it takes a few to cover how one thing is asked.
+MIN_EXAMPLES = 5
 _PERMISSION = re.compile(r"^(token:any|[a-z][a-z0-9_-]*:(read|write|admin))$")
 
 
@@ -72,6 +75,15 @@ def _check_capability(op: Operation, spec: dict[str, Any]) -> Iterator[tuple[str
         yield "x-capability-permission", f"permission {permission!r} is not <area>:read|write|admin (e.g. memory:read) or token:any"
     if not isinstance(declared.get("expose"), bool):
         yield "x-capability-expose", "expose must be true or false"
+    examples = declared.get("examples", [])
+    if not isinstance(examples, list) or not all(isinstance(e, str) and e.strip() for e in examples):
+        yield "x-capability-examples", "examples must be a list of non-empty strings (requests an agent would make)"
+    elif declared.get("expose") is True and len({e.strip().casefold() for e in examples}) < MIN_EXAMPLES:
+        yield (
+            "x-capability-examples-count",
+            f"an exposed operation needs at least {MIN_EXAMPLES} distinct examples: requests an agent would make"
+            " for it, in varied words (search indexes them)",
+        )
 
 
 def _check_errors(op: Operation, spec: dict[str, Any]) -> Iterator[tuple[str, str]]:

@@ -7,6 +7,7 @@ it cannot leave out. The schema is added on request, for the one it picks.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -52,3 +53,19 @@ def card(capability: Capability, score: float | None, *, include_schema: bool = 
         required=required_arguments(capability["inputSchema"]),
         inputSchema=dict(capability["inputSchema"]) if include_schema else None,
     )
+
+
+def cards_text(result: models.CapabilitySearchResult, confident: float) -> str:
+    """``result`` as the text an agent reads when its client shows only text: one line per
+    card with its title instead of the summary, not the structured content's JSON again
+    (which would double the cost of every search). A schema asked for is appended as JSON.
+    ``confident``: the first score below which the agent should compare several cards."""
+    ranked = any(c.score is not None for c in result.results)
+    order = f"best first; under {confident} compare several" if ranked else "by category"
+    lines = [f"{len(result.results)} of {result.total} operations, {order}:"]
+    for card in result.results:
+        score = "" if card.score is None else f", score {card.score}"
+        lines.append(f"- {card.name}: {card.title} ({card.permission}{score}; requires {', '.join(card.required) or 'nothing'})")
+        if card.inputSchema is not None:
+            lines.append("  inputSchema: " + json.dumps(card.inputSchema, ensure_ascii=False, separators=(",", ":")))
+    return "\n".join(lines)

@@ -13,8 +13,16 @@ from typing import Any
 from memory_bank.capabilities.cards import card
 from memory_bank.capabilities.ranking.search import CapabilitySearch
 from memory_bank.generated import models
+from memory_bank.textsearch.embeddings import Embedder
 
 Capability = Mapping[str, Any]
+
+#: The first score below which a first result is too often wrong to act on without comparing
+#: several cards, per ranker: the lexical score is the share of the request a capability
+#: covers, the hybrid's is relative to the query's best, so their scales differ. Chosen by
+#: leave-one-source-out (``evals/capability_scores.py``, docs/decisions/0016).
+CONFIDENT_LEXICAL = 0.11
+CONFIDENT_HYBRID = 0.97
 
 #: ``allows(permission)``: whether the caller may use an operation needing it.
 Allows = Callable[[str], bool]
@@ -23,12 +31,17 @@ Allows = Callable[[str], bool]
 class CapabilityRegistry:
     """An immutable set of capabilities (names unique, as the catalog guarantees)."""
 
-    def __init__(self, capabilities: Sequence[Capability]) -> None:
+    def __init__(self, capabilities: Sequence[Capability], *, embedder: Embedder | None = None) -> None:
+        """``embedder`` (setting ``semantic_capabilities``) makes search the hybrid: the
+        capabilities are embedded once per set a caller may use (at that set's first
+        search, see ``_index``), each query at search time."""
         self._capabilities = list(capabilities)
         self._by_name = {capability["name"]: capability for capability in self._capabilities}
         if len(self._by_name) != len(self._capabilities):
             raise ValueError("capability names must be unique")
+        self._embedder = embedder
         self._searches: dict[tuple[str, ...], CapabilitySearch] = {}
+        self.confident_score = CONFIDENT_LEXICAL if embedder is None else CONFIDENT_HYBRID
 
     def __iter__(self) -> Iterator[Capability]:
         return iter(self._capabilities)
@@ -69,7 +82,7 @@ class CapabilityRegistry:
         names = tuple(c["name"] for c in self.allowed(allows))
         index = self._searches.get(names)
         if index is None:
-            index = self._searches[names] = CapabilitySearch([self._by_name[name] for name in names])
+            index = self._searches[names] = CapabilitySearch([self._by_name[name] for name in names], embedder=self._embedder)
         return index
 
     def search(

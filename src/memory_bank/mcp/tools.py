@@ -20,6 +20,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,11 +29,13 @@ from jsonschema import Draft202012Validator
 
 from memory_bank.api.auth import ANY_TOKEN
 from memory_bank.api.problems import validation_error
+from memory_bank.capabilities.cards import cards_text
 from memory_bank.capabilities.execute.dispatch import Call, Executor, Refusal
 from memory_bank.capabilities.execute.outcome import Caller, Outcome
 from memory_bank.capabilities.execute.validation import decode_groups, schema_failures
 from memory_bank.capabilities.registry import CapabilityRegistry
 from memory_bank.errors import BackendError, DomainError, ErrorCode
+from memory_bank.generated import models
 from memory_bank.observability.audit import AuditEvent, AuditLog, attributing
 from memory_bank.security.rate_limit import RateLimiter
 from memory_bank.settings import McpToolsMode
@@ -71,7 +74,8 @@ def search_tool(registry: CapabilityRegistry) -> types.Tool:
             "want to do, in plain words, e.g. 'search my memories' or 'remember a fact'. Returns compact "
             "cards, best first: name, title, summary, category, the permission it needs, a relevance score "
             "and its required arguments (e.g. body.content), plus `total`, how many operations your token "
-            "may use. Only operations your token allows are shown. An empty query lists them all by "
+            f"may use. A first score below {registry.confident_score} is often a wrong guess: then compare "
+            "several cards before choosing. Only operations your token allows are shown. An empty query lists them all by "
             "category. Set include_schema to get each card's full input schema, then call execute_capability."
         ),
         input_schema=SEARCH_INPUT,
@@ -124,6 +128,14 @@ def _direct_tool(capability: Mapping[str, Any]) -> types.Tool:
             open_world_hint=hints["openWorldHint"],
         ),
     )
+
+
+def brief(outcome: Outcome, confident: float) -> Outcome:
+    """A search result with its text block as one line per card (``cards_text``) instead of a
+    second copy of the structured content; a failure is left as it is."""
+    if outcome.is_error or outcome.structured is None:
+        return outcome
+    return replace(outcome, text=cards_text(models.CapabilitySearchResult.model_validate(outcome.structured), confident))
 
 
 class UnknownTool(LookupError):
@@ -238,7 +250,8 @@ class Toolbox:
                 await self.admit(caller)
             raise
         if isinstance(step, Call):
-            return await self._executor.run(step, caller)
+            outcome = await self._executor.run(step, caller)
+            return brief(outcome, self._registry.confident_score) if name == SEARCH else outcome
         if step.metered:
             try:
                 await self.admit(caller)

@@ -46,7 +46,7 @@ from typing import Any
 from memory_bank.capabilities.ranking import method_intent, request_literals, request_steps
 from memory_bank.capabilities.ranking.fields import FIELD_WEIGHTS, api_terms, api_texts, fields
 from memory_bank.capabilities.ranking.question_fallback import ANSWER_TERMS, FALLBACK_WEIGHT, asks_question
-from memory_bank.capabilities.ranking.semantic import SemanticIndex, capability_text
+from memory_bank.capabilities.ranking.semantic import SemanticIndex, capability_texts
 from memory_bank.textsearch.bm25 import BM25F
 from memory_bank.textsearch.embeddings import Embedder
 from memory_bank.textsearch.fusion import LEXICAL_FLOOR, SEMANTIC_WEIGHT, fuse
@@ -101,7 +101,7 @@ class CapabilitySearch:
         self._answers = self._operations.scores(ANSWER_TERMS)
         self._actions = [method_intent.actions(c) for c in self._capabilities]
         self._factors: dict[frozenset[str], list[float]] = {}
-        texts = [capability_text(c) for c in self._capabilities]
+        texts = [capability_texts(c) for c in self._capabilities]
         self._semantic = SemanticIndex(embedder, texts) if embedder and texts else None
 
     def __len__(self) -> int:

@@ -3,8 +3,10 @@
 Lexical search cannot connect "square root of 625" to "get a short answer from
 Wolfram Alpha": no word is shared. A small sentence-embedding model
 (``textsearch.embeddings``) can. It reads an operation's title and description
-(:func:`capability_text`); the request is embedded whole. The two signals are fused
-by ``textsearch.fusion.fuse``.
+(:func:`capability_text`) and, each on its own, the requests the spec's author gave as
+examples; the closest of them is the operation's similarity, as the nearest training
+phrase decides an intent. The request is embedded whole. The two signals are fused by
+``textsearch.fusion.fuse``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from memory_bank.textsearch.embeddings import Embedder
 
-__all__ = ["SemanticIndex", "capability_text"]
+__all__ = ["SemanticIndex", "capability_text", "capability_texts"]
 
 
 def capability_text(capability: Mapping[str, Any]) -> str:
@@ -24,18 +26,28 @@ def capability_text(capability: Mapping[str, Any]) -> str:
     return title if description in ("", title) else f"{title}. {description}"
 
 
-class SemanticIndex:
-    """Unit vectors of every capability; a query is one matrix-vector product."""
+def capability_texts(capability: Mapping[str, Any]) -> list[str]:
+    """Every text the model reads for one capability: :func:`capability_text`, then its examples."""
+    examples = [e for e in capability.get("examples") or () if isinstance(e, str) and e.strip()]
+    return [capability_text(capability), *examples]
 
-    def __init__(self, embedder: Embedder, texts: Sequence[str]) -> None:
+
+class SemanticIndex:
+    """Unit vectors of every text of every capability; a query is one matrix-vector product."""
+
+    def __init__(self, embedder: Embedder, texts: Sequence[Sequence[str]]) -> None:
+        """``texts``: per capability, its non-empty list of texts (see :func:`capability_texts`)."""
         import numpy as np
 
+        flat = [text for group in texts for text in group]
         self._embed = embedder
-        self._matrix = np.asarray(embedder(texts), dtype=np.float32).reshape(len(texts), -1)
+        self._matrix = np.asarray(embedder(flat), dtype=np.float32).reshape(len(flat), -1)
+        self._starts = np.cumsum([0, *(len(group) for group in texts[:-1])])
 
     def scores(self, query: str) -> list[float]:
-        """Cosine similarity of ``query`` with every capability, clipped into [0, 1], by position."""
+        """Per capability, by position: the best cosine similarity of ``query`` with one of its
+        texts, clipped into [0, 1]."""
         import numpy as np
 
         vector = np.asarray(self._embed([query]), dtype=np.float32).reshape(-1)
-        return [float(s) for s in np.clip(self._matrix @ vector, 0.0, 1.0)]
+        return [float(s) for s in np.maximum.reduceat(np.clip(self._matrix @ vector, 0.0, 1.0), self._starts)]

@@ -33,7 +33,7 @@ from memory_bank.store.tables import MemoryRow
 from memory_bank.textsearch.embeddings import Embedder, load_embedder
 
 __all__ = [
-    "INSTALL_SEMANTIC", "NEIGHBOURS", "SemanticExtraMissing", "embedder_for", "memory_text", "required_embedder", "similarities",
+    "INSTALL_SEMANTIC", "NEIGHBOURS", "SemanticExtraMissing", "embedder_for", "embedders", "memory_text", "required_embedder", "similarities",
     "to_blob",
 ]  # fmt: skip
 
@@ -60,6 +60,16 @@ def embedder_for(settings: Settings) -> Embedder | None:
     """The model when ``settings.semantic_search`` is on; an error if the extra is missing,
     since silently searching without it would hide a broken deployment."""
     return required_embedder("MEMORY_BANK_SEMANTIC_SEARCH is on") if settings.semantic_search else None
+
+
+def embedders(settings: Settings) -> tuple[Embedder | None, Embedder | None]:
+    """The model for memory search and for capability search, each when its setting is on:
+    loaded once when both are (it is ~90 MB and seconds to load), an error naming the
+    settings that asked for it when the extra is missing."""
+    wanted = {"MEMORY_BANK_SEMANTIC_SEARCH": settings.semantic_search, "MEMORY_BANK_SEMANTIC_CAPABILITIES": settings.semantic_capabilities}
+    named = [name for name, on in wanted.items() if on]
+    model = required_embedder(" and ".join(named) + (" are on" if len(named) > 1 else " is on")) if named else None
+    return (model if settings.semantic_search else None), (model if settings.semantic_capabilities else None)
 
 
 def required_embedder(why: str) -> Embedder:

@@ -1,0 +1,67 @@
+"""MEMORY_BANK_SEMANTIC_CAPABILITIES as deployed: the served search is the hybrid, or start-up fails."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from memory_bank.app import create_app
+from memory_bank.capabilities.ranking.search import CapabilitySearch
+from memory_bank.capabilities.ranking.semantic import SemanticIndex, capability_texts
+from memory_bank.generated.catalog import CAPABILITIES
+from memory_bank.settings import Settings
+from memory_bank.store.search import semantic
+from memory_bank.textsearch.embeddings import load_embedder
+from support.mcp_live import call_tool
+from support.requirements import semantic_extra
+
+QUERY = "jot down that the user's cat is called Miso"
+
+
+def _ranked(index: CapabilitySearch) -> list[tuple[str, float]]:
+    exposed = {c["name"] for c in CAPABILITIES if c["policy"]["expose"]}
+    return [(m.capability["name"], round(m.score, 4)) for m in index.search(QUERY, limit=5) if m.capability["name"] in exposed]
+
+
+def test_the_served_search_capabilities_ranks_with_the_hybrid(database_url: str) -> None:
+    semantic_extra()
+    embedder = load_embedder()
+    assert embedder is not None
+    exposed = [c for c in CAPABILITIES if c["policy"]["expose"]]
+    hybrid, lexical = _ranked(CapabilitySearch(exposed, embedder=embedder)), _ranked(CapabilitySearch(exposed))
+    assert hybrid != lexical  # the fused scores are not the lexical ones, so the comparison below can fail
+    app = create_app(Settings(database_url=database_url, semantic_capabilities=True))
+    token, _ = app.state.tokens.create("acme", "ann", "agent-1", ["memory:read", "memory:write"])
+    with TestClient(app, base_url="http://127.0.0.1") as client:  # a loopback origin, as a local client has
+        result = call_tool(client, token, "search_capabilities", {"query": QUERY, "limit": 5})
+    served = [(c["name"], c["score"]) for c in result["structuredContent"]["results"]]
+    assert served == hybrid[: len(served)] and len(served) == 5
+    app.state.engine.dispose()
+
+
+def test_asking_for_the_hybrid_without_the_extra_fails_at_start_up(database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(semantic, "load_embedder", lambda: None)  # what load_embedder answers when the extra is missing
+    with pytest.raises(semantic.SemanticExtraMissing, match="MEMORY_BANK_SEMANTIC_CAPABILITIES is on"):
+        create_app(Settings(database_url=database_url, semantic_capabilities=True))
+    with pytest.raises(semantic.SemanticExtraMissing, match="MEMORY_BANK_SEMANTIC_SEARCH and MEMORY_BANK_SEMANTIC_CAPABILITIES are on"):
+        create_app(Settings(database_url=database_url, semantic_search=True, semantic_capabilities=True))
+
+
+def test_the_embedding_side_takes_an_operations_closest_example() -> None:
+    """An operation is as close to a request as its closest text: description or one example."""
+    np = semantic_extra("numpy")
+    axes = ["forget", "save", "search"]
+
+    def embed(texts: Sequence[str]) -> Any:
+        rows = np.array([[float(axis in text) for axis in axes] + [0.1] for text in texts])
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+    plain = {"title": "Drop a record", "description": "", "examples": []}
+    with_examples = {"title": "Drop a record", "description": "", "examples": ["save this", "forget that"]}
+    index = SemanticIndex(embed, [capability_texts(plain), capability_texts(with_examples), ["search it"]])
+    unrelated, closest, other = index.scores("forget my address")
+    assert closest == pytest.approx(float(embed(["forget that"])[0] @ embed(["forget my address"])[0]))
+    assert closest > other and closest > unrelated and capability_texts(plain) == ["Drop a record"]
