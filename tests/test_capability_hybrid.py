@@ -19,6 +19,8 @@ from support.mcp_live import call_tool
 from support.requirements import semantic_extra
 
 QUERY = "jot down that the user's cat is called Miso"
+#: What the test's token may call; the served ranking ranges over exactly these operations.
+GRANTED = ("memory:read", "memory:write")
 
 
 def _ranked(index: CapabilitySearch) -> list[tuple[str, float]]:
@@ -30,11 +32,12 @@ def test_the_served_search_capabilities_ranks_with_the_hybrid(database_url: str)
     semantic_extra()
     embedder = load_embedder()
     assert embedder is not None
-    exposed = [c for c in CAPABILITIES if c["policy"]["expose"]]
+    callable_ = {*GRANTED, "token:any"}
+    exposed = [c for c in CAPABILITIES if c["policy"]["expose"] and c["policy"]["permission"] in callable_]
     hybrid, lexical = _ranked(CapabilitySearch(exposed, embedder=embedder)), _ranked(CapabilitySearch(exposed))
     assert hybrid != lexical  # the fused scores are not the lexical ones, so the comparison below can fail
     app = create_app(Settings(database_url=database_url, semantic_capabilities=True))
-    token, _ = app.state.tokens.create("acme", "ann", "agent-1", ["memory:read", "memory:write"])
+    token, _ = app.state.tokens.create("acme", "ann", "agent-1", list(GRANTED))
     with TestClient(app, base_url="http://127.0.0.1") as client:  # a loopback origin, as a local client has
         result = call_tool(client, token, "search_capabilities", {"query": QUERY, "limit": 5})
     served = [(c["name"], c["score"]) for c in result["structuredContent"]["results"]]
