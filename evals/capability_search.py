@@ -6,7 +6,9 @@ Each line of FILE.jsonl is ``{"id", "spec", "query", "gold": ["METHOD /path", ..
 "gold_final"}`` with ``spec`` relative to DIR. Every distinct spec is loaded into ONE
 registry through the server's own path (codegen ``build_catalogs`` with
 ``default_expose=True``, then ``CapabilitySearch``), so operations of all specs
-compete, as they do for an agent. A result counts when its (spec, method, path) is
+compete, as they do for an agent. A spec that declares ``x-capability.expose`` (our
+own, ``--specs-root openapi`` with ``"spec": "memory.yaml"``) keeps its flags: only
+what the server exposes is searchable. A result counts when its (spec, method, path) is
 in the query's gold chain.
 
 Metrics: hit@1 / hit@k (any gold op in the top 1 / k), final@1 / final@k (the
@@ -75,7 +77,8 @@ def read_queries(path: Path) -> list[Query]:
 
 
 def load_catalog(specs_root: Path, spec_names: Sequence[str]) -> list[dict[str, Any]]:
-    """All operations of the named specs as one registry (the server's code path)."""
+    """The operations of the named specs as one registry (the server's code path): all of a
+    vendor spec, the exposed ones of a spec that says which are (``x-capability.expose``)."""
     return build_catalogs([(name, load_spec(specs_root / name)) for name in spec_names], default_expose=True)
 
 

@@ -18,7 +18,7 @@ from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.textsearch.bm25 import BM25F
 from memory_bank.textsearch.embeddings import load_embedder
 from memory_bank.textsearch.fusion import fuse
-from memory_bank.textsearch.tokenize import identifier_terms, split_words, stem
+from memory_bank.textsearch.tokenize import identifier_terms, phrases, split_words, stem
 from support.requirements import need, semantic_extra
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,6 +94,16 @@ def test_fields_keep_path_words_and_response_fields_apart() -> None:
     assert got["returns"] == ["result", "offici", "name", "offici", "name", "border"]
     assert got["description"] == []  # a copy of the title is not counted twice
     assert got["verbs"][:2] == ["get", "retriev"]
+
+
+def test_examples_are_a_field_of_their_own_that_reaches_an_operation_its_text_does_not_name() -> None:
+    noted = capability("postNote", "Create a note", "POST", "/notes") | {"examples": ["jot down that the meeting moved"]}
+    words = identifier_terms("jot down that the meeting moved")
+    assert fields(noted)["examples"] == [*words, *phrases(words)]
+    assert fields(CATALOG[0])["examples"] == []
+    ranked = CapabilitySearch([*CATALOG, noted]).search("jot down that the meeting moved to Friday")
+    assert ranked[0].capability["name"] == "postNote"
+    assert CapabilitySearch([*CATALOG, noted | {"examples": []}]).search("jot down that the meeting moved") == []
 
 
 @pytest.mark.parametrize(
@@ -286,6 +296,15 @@ def test_eval_cross_validates_the_fusion_leaving_one_spec_out() -> None:
     assert metrics["hit@1"] == metrics["mrr"] == 1.0
     assert sum(calls) == len(catalog) + len(queries)  # every text embedded once across the whole grid
     assert len(caching(concept_embedder)(["a", "b", "a"])) == 3
+
+
+def test_eval_keeps_the_expose_flags_of_a_spec_that_declares_them() -> None:
+    sys.path.insert(0, str(ROOT / "evals"))
+    from capability_search import load_catalog
+
+    searchable = {c["name"] for c in load_catalog(ROOT / "openapi", ["memory.yaml"])}
+    assert searchable == {c["name"] for c in CAPABILITIES}  # what the server exposes, no more
+    assert len(load_catalog(TOOLALPACA, ["specs/real_Fruityvice.json"])) > 0  # undeclared: loaded whole
 
 
 def test_packaged_model_loads_offline() -> None:

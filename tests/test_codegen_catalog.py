@@ -212,6 +212,18 @@ def test_expose_follows_x_capability_then_the_default() -> None:
     }
 
 
+def test_examples_come_from_x_capability_and_junk_is_dropped() -> None:
+    declared = {"expose": True, "examples": [" remember that I like tea ", "", 3, "save a note"]}
+    spec = spec_of(
+        {
+            "/a": {"post": op(operationId="given", **{"x-capability": declared})},
+            "/b": {"get": op(operationId="none"), "put": op(operationId="junk", **{"x-capability": {"examples": "one"}})},
+        }
+    )
+    by_name = {c["name"]: c["examples"] for c in build_catalog(spec, default_expose=True)}
+    assert by_name == {"given": ["remember that I like tea", "save a note"], "none": [], "junk": []}
+
+
 def test_each_capability_carries_what_the_spec_says_about_its_api() -> None:
     spec = spec_of({"/a": {"get": op(operationId="one", tags=["Cats", "Plain"])}, "/b": {"get": op(operationId="two")}})
     spec["info"] |= {"title": " Cataas ", "summary": "Cats as a service", "description": "Random cat pictures."}

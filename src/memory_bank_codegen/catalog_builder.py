@@ -5,7 +5,8 @@ wrote: operations without ids, names over MCP's 64-character limit, the same id 
 two specs, 3.0 schema dialect. Every choice below is deterministic, so regenerating
 from the same specs gives byte-identical output and a ``--check`` never flaps.
 
-Each capability also carries ``api``: what the spec says about the API as a whole
+Each capability also carries ``examples`` (``x-capability.examples``: requests an agent
+would make for it, empty when the spec gives none) and ``api``: what the spec says about the API as a whole
 (``info`` title, summary, description; the servers' descriptions) and the
 descriptions of the operation's own tags. Capability search uses it to tell which
 API a request is for.
@@ -204,6 +205,16 @@ def _policy(op: Operation, tags: list[str], default_expose: bool) -> dict[str, A
     }
 
 
+def _examples(operation: dict[str, Any]) -> list[str]:
+    """``x-capability.examples``: requests an agent would make for the operation, in the
+    spec author's words. Search indexes them as a field of their own (document expansion),
+    so the author, not the ranker's word lists, says which requests the operation answers.
+    Anything but a non-empty string is dropped (third-party specs are not linted)."""
+    declared = operation.get("x-capability")
+    examples = declared.get("examples") if isinstance(declared, dict) else None
+    return [e.strip() for e in examples if isinstance(e, str) and e.strip()] if isinstance(examples, list) else []
+
+
 def _api_info(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     """What the spec says about the API as a whole, and each tag's description.
 
@@ -246,6 +257,7 @@ def _capability(
         "method": op.method.upper(),
         "path": op.path,
         "tags": tags,
+        "examples": _examples(operation),
         "inputSchema": _input_schema(op, spec, refs),
         "outputSchema": _output_schema(op, spec, refs),
         "annotations": {

@@ -72,6 +72,9 @@ def _check_capability(op: Operation, spec: dict[str, Any]) -> Iterator[tuple[str
         yield "x-capability-permission", f"permission {permission!r} is not <area>:read|write|admin (e.g. memory:read) or token:any"
     if not isinstance(declared.get("expose"), bool):
         yield "x-capability-expose", "expose must be true or false"
+    examples = declared.get("examples", [])
+    if not isinstance(examples, list) or not all(isinstance(e, str) and e.strip() for e in examples):
+        yield "x-capability-examples", "examples must be a list of non-empty strings (requests an agent would make)"
 
 
 def _check_errors(op: Operation, spec: dict[str, Any]) -> Iterator[tuple[str, str]]:

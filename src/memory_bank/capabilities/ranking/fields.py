@@ -14,6 +14,10 @@ The weights are set once from what each field IS, not fitted to any query set:
   0.5, as it is long and partly generic (ids, timestamps).
 * ``phrases``: adjacent word pairs of name, title, description and path, matched
   against the request's own pairs, so order counts when the words are the same: 1.
+* ``examples``: requests the spec's author says the operation answers
+  (``x-capability.examples``), their words and adjacent pairs: document expansion, so a
+  request phrased as agents phrase it meets an operation described as authors describe
+  it: 1, like prose that is about the operation but written in many words.
 * ``verbs``: the HTTP method's meaning (RFC 9110) in the words people use for it, so
   "delete"/"remove" or "create"/"add" reach the operation even when its name does not
   say so: 0.5, enough to break ties between operations on the same resource.
@@ -45,6 +49,7 @@ FIELD_WEIGHTS: Mapping[str, float] = {
     "returns": 0.5,
     "phrases": 1.0,
     "verbs": 0.5,
+    "examples": 1.0,
 }
 
 #: How deep into nested response objects field names are still about the operation.
@@ -125,6 +130,7 @@ def _literal_path(path: str) -> str:
 def fields(capability: Mapping[str, Any]) -> dict[str, list[str]]:
     """The capability's searchable text as ``{field: terms}`` (keys of :data:`FIELD_WEIGHTS`)."""
     title = _text(capability.get("title")).strip()
+    examples = [identifier_terms(e) for e in capability.get("examples") or () if isinstance(e, str)]
     description = _text(capability.get("description")).strip()
     arguments = list(_arguments(capability))
     prose = {
@@ -140,6 +146,7 @@ def fields(capability: Mapping[str, Any]) -> dict[str, list[str]]:
         "returns": identifier_terms(*response_words(capability)),
         "phrases": [pair for words in prose.values() for pair in phrases(words)],
         "verbs": identifier_terms(METHOD_VERBS.get(_text(capability.get("method")).upper(), "")),
+        "examples": [term for words in examples for term in (*words, *phrases(words))],
     }
 
 
