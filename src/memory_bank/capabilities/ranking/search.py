@@ -40,19 +40,19 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from memory_bank.capabilities.ranking import method_intent, request_literals, request_steps
+from memory_bank.capabilities.ranking import method_intent, request_literals, request_steps, safety
 from memory_bank.capabilities.ranking.fields import FIELD_WEIGHTS, api_terms, api_texts, fields
 from memory_bank.capabilities.ranking.question_fallback import ANSWER_TERMS, FALLBACK_WEIGHT, asks_question
 from memory_bank.capabilities.ranking.semantic import SemanticIndex, capability_text
-from memory_bank.textsearch.bm25 import BM25F
+from memory_bank.textsearch.bm25 import B, BM25F, K1
 from memory_bank.textsearch.embeddings import Embedder
 from memory_bank.textsearch.fusion import LEXICAL_FLOOR, SEMANTIC_WEIGHT, fuse
 from memory_bank.textsearch.tokenize import identifier_terms, phrases
 
-__all__ = ["API_WEIGHT", "CapabilitySearch", "Match"]
+__all__ = ["API_WEIGHT", "CapabilitySearch", "Match", "Ranking"]
 
 Capability = Mapping[str, Any]
 #: A capability by its position in the index, and its score.
@@ -60,6 +60,35 @@ Ranked = tuple[int, float]
 
 #: Share of the score that comes from the operation's API rather than the operation.
 API_WEIGHT = 0.25
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Which signals rank and at what weight; the default is the shipped ranker.
+
+    One object instead of module constants, so an evaluation can switch any part off
+    (``evals/capability_search.py --ablate``) or try another weight on a real index,
+    and what is measured is the code that runs.
+    """
+
+    #: BM25F weight per field (:mod:`fields`); a field weighted 0 is not indexed.
+    field_weights: Mapping[str, float] = field(default_factory=lambda: dict(FIELD_WEIGHTS))
+    #: BM25 term-frequency saturation and length normalisation.
+    k1: float = K1
+    b: float = B
+    #: Share of the score from the operation's API; whether what the spec says of the API
+    #: as a whole (:func:`fields.api_texts`) is part of the API's document.
+    api_weight: float = API_WEIGHT
+    api_texts: bool = True
+    #: Whether the request's adjacent word pairs are query terms.
+    word_pairs: bool = True
+    #: :mod:`question_fallback`, :mod:`method_intent` weights; 0 switches them off.
+    fallback_weight: float = FALLBACK_WEIGHT
+    mismatch_weight: float = method_intent.MISMATCH_WEIGHT
+    #: :mod:`request_literals`, :mod:`request_steps`, :mod:`safety`.
+    request_literals: bool = True
+    request_steps: bool = True
+    safety: bool = True
 
 
 @dataclass(frozen=True)
@@ -80,26 +109,30 @@ class CapabilitySearch:
         embedder: Embedder | None = None,
         semantic_weight: float = SEMANTIC_WEIGHT,
         lexical_floor: float = LEXICAL_FLOOR,
+        ranking: Ranking = Ranking(),
     ) -> None:
-        """Index ``capabilities`` once; ``embedder`` (see ``textsearch.embeddings.load_embedder``) adds
-        the embedding signal, fused with ``semantic_weight`` and ``lexical_floor`` (see
-        ``textsearch.fusion.fuse``; the defaults are the cross-validated ones)."""
+        """Index ``capabilities`` once, ranked as ``ranking`` says; ``embedder`` (see
+        ``textsearch.embeddings.load_embedder``) adds the embedding signal, fused with
+        ``semantic_weight`` and ``lexical_floor`` (see ``textsearch.fusion.fuse``; the defaults
+        are the cross-validated ones)."""
         self._capabilities = list(capabilities)
+        self._ranking = ranking
         self._fusion = (semantic_weight, lexical_floor)
-        self._operations = BM25F([fields(c) for c in self._capabilities], FIELD_WEIGHTS)
+        self._operations = BM25F([fields(c) for c in self._capabilities], ranking.field_weights, k1=ranking.k1, b=ranking.b)
         sources: dict[str, int] = {}
         self._source_of = [sources.setdefault(str(c.get("source") or ""), len(sources)) for c in self._capabilities]
         pooled: list[list[str]] = [[] for _ in sources]
         described: list[set[str]] = [set() for _ in sources]
         for capability, source in zip(self._capabilities, self._source_of):
             pooled[source] += api_terms(capability)
-            for text in api_texts(capability):  # each distinct API-level text once per API
+            for text in api_texts(capability) if ranking.api_texts else ():  # each distinct text once per API
                 if text not in described[source]:
                     described[source].add(text)
                     pooled[source] += identifier_terms(text)
-        self._apis = BM25F([{"api": words} for words in pooled], {"api": 1.0})
+        self._apis = BM25F([{"api": words} for words in pooled], {"api": 1.0}, k1=ranking.k1, b=ranking.b)
         self._answers = self._operations.scores(ANSWER_TERMS)
         self._actions = [method_intent.actions(c) for c in self._capabilities]
+        self._hazards = [safety.Hazard.of(c) for c in self._capabilities]
         self._factors: dict[frozenset[str], list[float]] = {}
         texts = [capability_text(c) for c in self._capabilities]
         self._semantic = SemanticIndex(embedder, texts) if embedder and texts else None
@@ -120,30 +153,56 @@ class CapabilitySearch:
         never gets fewer results just because better ones were filtered out. An empty
         query returns ``[]``: listing by category is the caller's job.
         """
-        prose, literals = request_literals.split(query)
+        ranking = self._ranking
+        prose, literals = request_literals.split(query) if ranking.request_literals else ([query], [])
         pieces = [identifier_terms(text) for text in (*prose, *literals)]  # word pairs stay within a piece
         words = [word for piece in pieces for word in piece]
         if limit <= 0 or not words:
             return []
-        query_terms = words + [pair for piece in pieces for pair in phrases(piece)]
+        query_terms = words + [pair for piece in pieces for pair in phrases(piece)] if ranking.word_pairs else words
         api = self._apis.scores(words)
         scores = [
-            (1 - API_WEIGHT) * own + API_WEIGHT * api[source] if own > 0 else 0.0
+            (1 - ranking.api_weight) * own + ranking.api_weight * api[source] if own > 0 else 0.0
             for own, source in zip(self._operations.scores(query_terms), self._source_of)
         ]
         statement = " ".join(prose)  # what the request says of the action, its literals left out
-        if asks_question(statement):
-            scores = [(1 - FALLBACK_WEIGHT) * own + FALLBACK_WEIGHT * answers for own, answers in zip(scores, self._answers)]
-        wanted = method_intent.intent((word for piece in pieces[: len(prose)] for word in piece), statement)
+        stated = [word for piece in pieces[: len(prose)] for word in piece]
+        fallback = ranking.fallback_weight
+        if fallback > 0 and asks_question(statement):
+            scores = [(1 - fallback) * own + fallback * answers for own, answers in zip(scores, self._answers)]
+        wanted = method_intent.intent(stated, statement) if ranking.mismatch_weight > 0 else frozenset()
         if wanted:
             scores = [own * factor for own, factor in zip(scores, self._intent_factors(wanted))]
         if self._semantic is not None:
             scores = fuse(scores, self._semantic.scores(query), *self._fusion)
         ranked = self._best(scores, max(limit, request_steps.WINDOW), accept)
-        tail = request_steps.last_step(statement)
+        tail = request_steps.last_step(statement) if ranking.request_steps else None
         if tail:
             ranked = self._last_step_first(ranked, tail)
+        request = safety.Request.of(stated, statement)
+        if ranking.safety and ranked and request.restricts and not request.allows(self._hazards[ranked[0][0]]):
+            ranked = self._allowed_first(ranked, scores, request, accept)
         return [Match(self._capabilities[doc_id], min(1.0, score)) for doc_id, score in ranked[:limit]]
+
+    def _allowed_first(
+        self, ranked: list[Ranked], scores: Sequence[float], request: safety.Request, accept: Callable[[Capability], bool] | None
+    ) -> list[Ranked]:
+        """``ranked`` led by the best operation ``request`` allows first (see :mod:`safety`),
+        with its own score; those it passes keep their order, their scores capped at its
+        score so the list stays in order. Empty when the request allows none that matches."""
+        allowed = next((i for i, (doc_id, _) in enumerate(ranked) if request.allows(self._hazards[doc_id])), None)
+        if allowed is not None:
+            doc_id, top = ranked[allowed]
+            rest = [*ranked[:allowed], *ranked[allowed + 1 :]]
+        else:
+            seen = {doc_id for doc_id, _ in ranked}
+            candidates = [(-s, d) for d, s in enumerate(scores) if s > 0 and d not in seen and request.allows(self._hazards[d])]
+            heapq.heapify(candidates)
+            found = self._first_accepted(candidates, accept)
+            if found is None:
+                return []
+            (doc_id, top), rest = found, ranked
+        return [(doc_id, top), *((other, min(score, top)) for other, score in rest)]
 
     def _last_step_first(self, ranked: list[Ranked], tail: str) -> list[Ranked]:
         """``ranked`` with the best operation for the request's last step ``tail`` moved to
@@ -178,8 +237,14 @@ class CapabilitySearch:
         heap = [(-score, doc_id) for doc_id, score in enumerate(scores) if score > 0]
         heapq.heapify(heap)
         ranked: list[Ranked] = []
-        while heap and len(ranked) < limit:
+        while len(ranked) < limit and (found := self._first_accepted(heap, accept)) is not None:
+            ranked.append(found)
+        return ranked
+
+    def _first_accepted(self, heap: list[tuple[float, int]], accept: Callable[[Capability], bool] | None) -> Ranked | None:
+        """Pop ``heap`` (a heap of ``(-score, doc_id)``) down to its best accepted entry."""
+        while heap:
             negative, doc_id = heapq.heappop(heap)
             if accept is None or accept(self._capabilities[doc_id]):
-                ranked.append((doc_id, -negative))
-        return ranked
+                return doc_id, -negative
+        return None
