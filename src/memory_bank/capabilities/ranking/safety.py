@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memory_bank.capabilities.ranking.fields import METHOD_VERBS
+from memory_bank.capabilities.ranking.method_intent import METHOD_VERBS
 from memory_bank.textsearch.tokenize import identifier_terms
 
 __all__ = ["CHANGE", "REMOVAL", "Hazard", "Request", "asks_question"]
@@ -51,7 +51,8 @@ def asks_question(request: str) -> bool:
 
 @dataclass(frozen=True)
 class Hazard:
-    """What an operation's annotations say it may do."""
+    """What an operation's annotations say it may do. Only a stated hint counts: a catalog
+    without annotations says nothing, and nothing is barred for it."""
 
     destructive: bool
     writes: bool
@@ -59,7 +60,7 @@ class Hazard:
     @classmethod
     def of(cls, capability: Mapping[str, Any]) -> Hazard:
         annotations = capability.get("annotations") or {}
-        return cls(annotations.get("destructiveHint") is True, annotations.get("readOnlyHint") is not True)
+        return cls(annotations.get("destructiveHint") is True, annotations.get("readOnlyHint") is False)
 
 
 @dataclass(frozen=True)
