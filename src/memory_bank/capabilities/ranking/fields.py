@@ -41,11 +41,11 @@ FIELD_WEIGHTS: Mapping[str, float] = {
     "title": 3.0,
     "path": 2.0,
     "tags": 2.0,
-    "description": 1.0,
-    "params": 1.0,
+    "description": 2.0,
+    "params": 2.0,
     "param_text": 0.5,
     "returns": 0.5,
-    "phrases": 1.0,
+    "phrases": 0.5,
     "examples": 1.0,
 }
 
