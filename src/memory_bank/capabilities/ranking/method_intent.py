@@ -41,7 +41,7 @@ METHOD_VERBS: Mapping[str, str] = {
 }
 
 #: Share of its score an operation loses when it performs none of the request's methods.
-MISMATCH_WEIGHT = 0.1
+MISMATCH_WEIGHT = 0.2
 
 _VERBS: Mapping[str, frozenset[str]] = {method: frozenset(identifier_terms(words)) for method, words in METHOD_VERBS.items()}
 #: Method words that a request uses as often for something other than the action it asks
