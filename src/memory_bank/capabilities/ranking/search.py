@@ -26,7 +26,8 @@ the first place goes to the best operation whose annotations the request allows:
 deletion unless it asks to remove something, no write for a question (:mod:`safety`).
 
 Every part is a field of :class:`Ranking`, so the evaluations switch each off on the
-real index; each stays because it helps on at least two sources and hurts none
+real index; each rule stays because it helps on at least two sources and hurts none,
+weights are chosen by leave-one-source-out
 (``docs/decisions/0013-capability-ranking-ablation.md``).
 
 With an ``embedder`` (the ``semantic`` extra, :mod:`semantic`) the lexical score is
