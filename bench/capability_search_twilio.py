@@ -28,7 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "evals"), str(ROOT / "src")]
 
-from capability_search import add_semantic_option, latency_summary, report, requested_embedder  # noqa: E402
+from capability_search import Query, add_semantic_option, latency_summary, op_key, query_metrics, report, requested_embedder  # noqa: E402
 from memory_bank_codegen.catalog_builder import build_catalogs  # noqa: E402
 from memory_bank_codegen.loader import load_spec  # noqa: E402
 from memory_bank.capabilities.ranking.search import CapabilitySearch  # noqa: E402
@@ -48,6 +48,24 @@ def perturbed_request(capability: Mapping[str, Any], rng: random.Random) -> str:
     return rng.choice(FILLERS) + " ".join(keep[:12]).lower()
 
 
+def load_catalog(specs_root: Path = DEFAULT_ROOT) -> tuple[int, list[dict[str, Any]]]:
+    """How many specs there are under ``specs_root``, and all their operations as one registry."""
+    specs = [(path.name, load_spec(path)) for path in sorted(specs_root.glob("*.json"))]
+    return len(specs), build_catalogs(specs, default_expose=True)
+
+
+def known_item_queries(catalog: Sequence[Mapping[str, Any]], count: int, seed: int) -> list[Query]:
+    """``count`` requests made from distinct operations of ``catalog`` (:func:`perturbed_request`),
+    each with its source operation as gold, seeded for repeatability."""
+    rng = random.Random(seed)
+    targets = rng.sample(range(len(catalog)), min(count, len(catalog)))
+    queries = []
+    for target in targets:
+        source, key = op_key(catalog[target])
+        queries.append(Query(f"twilio-{target}", source, perturbed_request(catalog[target], rng), frozenset({key}), key))
+    return queries
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--specs-root", type=Path, default=DEFAULT_ROOT)
@@ -60,40 +78,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     embedder = requested_embedder(parser, args)
 
     started = time.perf_counter()
-    specs = [(path.name, load_spec(path)) for path in sorted(args.specs_root.glob("*.json"))]
-    catalog = build_catalogs(specs, default_expose=True)
+    spec_count, catalog = load_catalog(args.specs_root)
     catalog_ms = (time.perf_counter() - started) * 1000
 
     started, cpu_started = time.perf_counter(), time.thread_time()
     index = CapabilitySearch(catalog, embedder=embedder)
     build_ms, build_cpu_ms = (time.perf_counter() - started) * 1000, (time.thread_time() - cpu_started) * 1000
 
-    rng = random.Random(args.seed)
-    targets = rng.sample(range(len(catalog)), min(args.queries, len(catalog)))
-    requests = [perturbed_request(catalog[target], rng) for target in targets]
-    for request in requests[:20]:  # warm caches (stemmer, allocator) as a running server has them
-        index.search(request, limit=5)
-    latencies, cpu_times, at1, at5 = [], [], 0, 0
-    for target, request in zip(targets, requests):
+    queries = known_item_queries(catalog, args.queries, args.seed)
+    for query in queries[:20]:  # warm caches (stemmer, allocator) as a running server has them
+        index.search(query.text, limit=5)
+    latencies, cpu_times, at1, at5 = [], [], 0.0, 0.0
+    for query in queries:
         started, cpu_started = time.perf_counter(), time.thread_time()
-        matches = index.search(request, limit=5)
+        matches = index.search(query.text, limit=5)
         latencies.append((time.perf_counter() - started) * 1000)
         cpu_times.append((time.thread_time() - cpu_started) * 1000)
-        names = [m.capability["name"] for m in matches]
-        at1 += names[:1] == [catalog[target]["name"]]
-        at5 += catalog[target]["name"] in names
+        metrics = query_metrics(query, [op_key(m.capability) for m in matches])
+        at1, at5 = at1 + metrics["hit@1"], at5 + metrics["hit@5"]
     result = {
-        "specs": len(specs),
+        "specs": spec_count,
         "semantic": args.semantic,
         "operations": len(catalog),
         "catalog_ms": round(catalog_ms, 1),
         "build_ms": round(build_ms, 1),
         "build_cpu_ms": round(build_cpu_ms, 1),
-        "queries": len(targets),
+        "queries": len(queries),
         **latency_summary(latencies),
         **latency_summary(cpu_times, "query_cpu_ms"),
-        "known_item@1": round(at1 / len(targets), 3),
-        "known_item@5": round(at5 / len(targets), 3),
+        "known_item@1": round(at1 / len(queries), 3),
+        "known_item@5": round(at5 / len(queries), 3),
     }
     report(result, as_json=args.json)
     if args.results:

@@ -1,6 +1,7 @@
 """Capability-search quality on real vendor specs: does the right operation come first?
 
-    python evals/capability_search.py --queries FILE.jsonl --specs-root DIR [--k 5] [--json] [--semantic [--cv]] [--results [FILE]]
+    python evals/capability_search.py --queries FILE.jsonl --specs-root DIR [--k 5] [--json] [--semantic [--cv]]
+        [--ablate NAME ...] [--results [FILE]]
 
 Each line of FILE.jsonl is ``{"id", "spec", "query", "gold": ["METHOD /path", ...],
 "gold_final"}`` with ``spec`` relative to DIR. Every distinct spec is loaded into ONE
@@ -27,6 +28,10 @@ specs' queries (ties: grid order) ranks that spec's queries; the metrics of thos
 held-out rankings are the CV estimate, printed with the pair each fold chose. Embeddings
 are computed once and shared by every grid point.
 
+``--ablate NAME`` (repeatable) ranks with that component switched off (:data:`COMPONENTS`:
+a BM25F field, the API prior, word pairs, a request rule, safety), a real
+:class:`Ranking` of the index, not a patch; ``evals/ablation.py`` runs them all.
+
 ``--results`` rewrites this run's section of ``evals/RESULTS.md`` (see ``results.py``),
 named after the queries' folder (``toolalpaca``, ``toolbench``) and the options.
 """
@@ -39,7 +44,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +53,8 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "evals")]
 
 from memory_bank_codegen.catalog_builder import build_catalogs  # noqa: E402
 from memory_bank_codegen.loader import load_spec  # noqa: E402
-from memory_bank.capabilities.ranking.search import CapabilitySearch  # noqa: E402
+from memory_bank.capabilities.ranking.fields import FIELD_WEIGHTS  # noqa: E402
+from memory_bank.capabilities.ranking.search import CapabilitySearch, Ranking  # noqa: E402
 from memory_bank.textsearch.embeddings import Embedder, load_embedder  # noqa: E402
 from results import add_results_option, table, write_section  # noqa: E402
 
@@ -57,6 +63,32 @@ Ranker = Callable[[str, int], list[tuple[str, str]]]
 
 #: ``--cv``: (semantic weight, lexical floor) pairs tried by leave-one-spec-out CV.
 FUSION_GRID = [(weight, floor) for weight in (0.2, 0.3, 0.4, 0.5) for floor in (0.0, 0.05, 0.1, 0.15, 0.2)]
+
+
+#: Components other than the BM25F fields, and what switching each off sets in :class:`Ranking`.
+SWITCHES: Mapping[str, Mapping[str, Any]] = {
+    "api_prior": {"api_weight": 0.0},
+    "word_pairs": {"word_pairs": False},
+    "question_fallback": {"fallback_weight": 0.0},
+    "method_intent": {"mismatch_weight": 0.0},
+    "request_steps": {"request_steps": False},
+    "safety": {"safety": False},
+}
+#: Every name ``--ablate`` takes: each BM25F field, then each switch.
+COMPONENTS = (*FIELD_WEIGHTS, *SWITCHES)
+
+
+def ablated(names: Sequence[str], base: Ranking | None = None) -> Ranking:
+    """``base`` (the shipped ranking by default) with each of ``names`` switched off."""
+    ranking = base or Ranking()
+    for name in names:
+        if name in ranking.field_weights:
+            ranking = replace(ranking, field_weights={**ranking.field_weights, name: 0.0})
+        elif name in SWITCHES:
+            ranking = replace(ranking, **SWITCHES[name])
+        else:
+            raise ValueError(f"no component {name!r}; one of {', '.join(COMPONENTS)}")
+    return ranking
 
 
 @dataclass(frozen=True)
@@ -203,10 +235,13 @@ def index_ranker(index: CapabilitySearch) -> Ranker:
     return lambda text, limit: [op_key(m.capability) for m in index.search(text, limit=limit)]
 
 
-def memory_bank_ranker(catalog: Sequence[Mapping[str, Any]], embedder: Embedder | None = None) -> tuple[Ranker, float]:
-    """Our ranker over ``catalog`` and the time (ms) it took to build its index."""
+def memory_bank_ranker(
+    catalog: Sequence[Mapping[str, Any]], embedder: Embedder | None = None, ranking: Ranking | None = None
+) -> tuple[Ranker, float]:
+    """Our ranker over ``catalog`` (as ``ranking`` says, shipped by default) and the time (ms)
+    it took to build its index."""
     started = time.perf_counter()
-    index = CapabilitySearch(catalog, embedder=embedder)
+    index = CapabilitySearch(catalog, embedder=embedder, ranking=ranking or Ranking())
     build_ms = (time.perf_counter() - started) * 1000
     return index_ranker(index), build_ms
 
@@ -233,6 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     add_semantic_option(parser)
     parser.add_argument("--cv", action="store_true", help="leave-one-spec-out CV of the fusion parameters (needs --semantic)")
+    parser.add_argument("--ablate", action="append", default=[], choices=COMPONENTS, metavar="NAME", help="switch a component off (repeatable): " + ", ".join(COMPONENTS))
     add_results_option(parser)
     args = parser.parse_args(argv)
     if args.cv and not args.semantic:
@@ -251,15 +287,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             body = table([result]) + "\n\nFolds per chosen pair: " + ", ".join(f"{p}: {n}" for p, n in chosen_pairs.items())
             write_section(args.results, f"{args.queries.parent.name}-cv", f"Capability search, {args.queries.parent.name}: fusion CV", body)
         return 0
-    rank, build_ms = memory_bank_ranker(catalog, embedder)
+    rank, build_ms = memory_bank_ranker(catalog, embedder, ablated(args.ablate))
     result = {"queries": len(queries), "operations": len(catalog), "semantic": args.semantic, "build_ms": round(build_ms, 2)}
+    result |= {"ablated": ",".join(args.ablate)} if args.ablate else {}
     result |= evaluate([q for q in queries if q.gold], rank, k=args.k)
     deletes = asks_delete(args.queries)
     if deletes:
         result |= safety(queries, deletes, catalog, rank) | {"no_gold": sum(1 for q in queries if not q.gold)}
     report(result, as_json=args.json)
     if args.results:
-        name = args.queries.parent.name + ("-semantic" if args.semantic else "")
+        name = args.queries.parent.name + ("-semantic" if args.semantic else "") + "".join(f"-no-{a}" for a in args.ablate)
         title = f"Capability search, {args.queries.parent.name}, {'lexical + semantic' if args.semantic else 'lexical'}"
         write_section(args.results, name, title, table([result]))
     return 0

@@ -70,8 +70,12 @@ class Corpus:
 class BM25F:
     """An immutable in-memory BM25F index over documents given as ``{field: [term, ...]}``."""
 
-    def __init__(self, documents: Sequence[Mapping[str, Sequence[str]]], weights: Mapping[str, float]) -> None:
+    def __init__(
+        self, documents: Sequence[Mapping[str, Sequence[str]]], weights: Mapping[str, float], *, k1: float = K1, b: float = B
+    ) -> None:
+        """Index ``documents``; a field not in ``weights`` (or weighted 0) is not indexed."""
         self._n = len(documents)
+        weights = {field: weight for field, weight in weights.items() if weight > 0}
         avg = {
             field: (sum(len(d.get(field, ())) for d in documents) / self._n) if self._n else 0.0 for field in weights
         }
@@ -82,11 +86,11 @@ class BM25F:
                 words = doc.get(field, ())
                 if not words:
                     continue
-                norm = 1 - B + B * len(words) / avg[field]
+                norm = 1 - b + b * len(words) / avg[field]
                 for term, tf in Counter(words).items():
                     pseudo_tf[term] += weight * tf / norm
             for term, weighted in pseudo_tf.items():
-                postings.setdefault(term, []).append((doc_id, weighted / (K1 + weighted)))
+                postings.setdefault(term, []).append((doc_id, weighted / (k1 + weighted)))
         self._idf = {t: idf(self._n, len(p)) for t, p in postings.items()}
         #: term -> (doc ids, impacts): two flat tuples iterate faster than pairs.
         self._postings = {

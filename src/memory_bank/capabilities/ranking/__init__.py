@@ -5,8 +5,8 @@ split by job so each piece can be read and tested alone:
 * ``fields``            - which text of a capability is searched, in which field, at what weight.
 * ``method_intent``     - the request's verbs rule out operations of other HTTP methods.
 * ``question_fallback`` - a question no operation names reaches a question-answering one.
-* ``request_literals``  - quoted values count as terms but state no action.
 * ``request_steps``     - a request of several steps gets its last step's operation first.
+* ``safety``            - what the annotations say may not come first for a request.
 * ``semantic``          - the optional embedding signal (``semantic`` extra).
 
 Tokenizing, BM25F and fusion come from ``textsearch``.

@@ -1,29 +1,28 @@
 """What of a capability is searched, split into fields, and how much each field counts.
 
-The weights are set once from what each field IS, not fitted to any query set:
+The weights start from what each field IS; where leave-one-source-out moved one, it
+says so:
 
 * ``name`` (operationId) and ``title`` (summary) are the author's own short statement
-  of what the operation does: 3.
+  of what the operation does: 3; the name 2 (moved), as it often only repeats the title.
 * ``path``, the literal segments, names the resource acted on; ``tags`` name the
   resource group: 2.
 * ``description`` is prose written for a reader, full of incidental words: 1.
 * ``params`` (argument names) say what the operation needs, which a request often
-  mentions ("for 2023", "by ICAO code"): 1; their descriptions, long and generic: 0.5.
+  mentions ("for 2023", "by ICAO code"): 2 (moved); their descriptions, long and generic: 0.5.
 * ``returns``: property names and descriptions of the response body, what the
   operation gives back; requests name it ("the calories of an apple", "its elevation"):
   0.5, as it is long and partly generic (ids, timestamps).
 * ``phrases``: adjacent word pairs of name, title, description and path, matched
-  against the request's own pairs, so order counts when the words are the same: 1.
+  against the request's own pairs, so order counts when the words are the same: 0.5
+  (moved; the pair's words already count one by one).
 * ``examples``: requests the spec's author says the operation answers
   (``x-capability.examples``), their words and adjacent pairs: document expansion, so a
   request phrased as agents phrase it meets an operation described as authors describe
   it: 1, like prose that is about the operation but written in many words.
-* ``verbs``: the HTTP method's meaning (RFC 9110) in the words people use for it, so
-  "delete"/"remove" or "create"/"add" reach the operation even when its name does not
-  say so: 0.5, enough to break ties between operations on the same resource.
 
-The weights are set a priori; what the grids around them measured is in
-``docs/decisions/0002-capability-ranking-signals.md``.
+How the weights were chosen, and why a ``verbs`` field (the HTTP method's words) went:
+``docs/decisions/0013-capability-ranking-ablation.md``.
 
 A description that only repeats the title (codegen copies the summary when there is
 no description) is dropped so the title is not counted twice.
@@ -36,40 +35,24 @@ from typing import Any
 
 from memory_bank.textsearch.tokenize import identifier_terms, phrases
 
-__all__ = ["FIELD_WEIGHTS", "api_texts", "api_terms", "fields", "response_words"]
+__all__ = ["FIELD_WEIGHTS", "api_terms", "fields", "response_words"]
 
 FIELD_WEIGHTS: Mapping[str, float] = {
-    "name": 3.0,
+    "name": 2.0,
     "title": 3.0,
     "path": 2.0,
     "tags": 2.0,
     "description": 1.0,
-    "params": 1.0,
+    "params": 2.0,
     "param_text": 0.5,
     "returns": 0.5,
-    "phrases": 1.0,
-    "verbs": 0.5,
+    "phrases": 0.5,
     "examples": 1.0,
 }
 
 #: How deep into nested response objects field names are still about the operation.
 MAX_SCHEMA_DEPTH = 4
 _SUBSCHEMA_KEYS = ("items", "additionalProperties", "allOf", "anyOf", "oneOf")
-
-#: What each HTTP method does, in request words (RFC 9110 section 9.3). Not "set": people
-#: "set up" a dashboard and "set" an alert (creations) as often as they set a value, so
-#: it tells no method apart. "save" is a creation ("save this fact", "save a note"), not
-#: a PUT word: the words matter twice, as this field and as the request's intent
-#: (:mod:`method_intent`), where a PUT "save" took "save this fact" to ``putMemoryKeypath``.
-METHOD_VERBS: Mapping[str, str] = {
-    "GET": "get retrieve fetch list show find read",
-    "HEAD": "check exists",
-    "POST": "create add new submit send make save",
-    "PUT": "update replace",
-    "PATCH": "update modify change edit",
-    "DELETE": "delete remove cancel",
-}
-
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
@@ -145,7 +128,6 @@ def fields(capability: Mapping[str, Any]) -> dict[str, list[str]]:
         "param_text": identifier_terms(*(text for _, text in arguments)),
         "returns": identifier_terms(*response_words(capability)),
         "phrases": [pair for words in prose.values() for pair in phrases(words)],
-        "verbs": identifier_terms(METHOD_VERBS.get(_text(capability.get("method")).upper(), "")),
         "examples": [term for words in examples for term in (*words, *phrases(words))],
     }
 
@@ -160,21 +142,3 @@ def api_terms(capability: Mapping[str, Any]) -> list[str]:
     """
     source = _text(capability.get("source")).rsplit("/", 1)[-1].rsplit(".", 1)[0]
     return identifier_terms(source, _text(capability.get("title")), *_tags(capability), _text(capability.get("description")))
-
-
-def api_texts(capability: Mapping[str, Any]) -> list[str]:
-    """What the spec says about the whole API (codegen's ``api`` key): ``info`` title, summary
-    and description, the servers' descriptions, and the descriptions of this capability's tags.
-
-    The same for every operation of a source (tags aside), so the caller pools each distinct
-    text once per API, not once per operation, or a big API would repeat it a hundred times.
-    """
-    api = capability.get("api")
-    if not isinstance(api, Mapping):
-        return []
-    servers = api.get("servers")
-    tags = api.get("tags")
-    servers = servers if isinstance(servers, list) else []
-    tags = tags if isinstance(tags, Mapping) else {}
-    texts = [_text(api.get("title")), _text(api.get("summary")), _text(api.get("description"))]
-    return [t for t in (*texts, *map(_text, servers), *map(_text, tags.values())) if t.strip()]

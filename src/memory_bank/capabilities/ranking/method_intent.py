@@ -2,13 +2,12 @@
 
 "Fetch my user profile to show me my details" wants a read: of ``GET /getUserProfile``
 and ``PUT /updateUserProfile``, which share every noun of the request, only the first
-does that. The ``verbs`` field (:mod:`fields`) already gives an operation the
-words of its HTTP method, but in a catalog where most operations are reads, "fetch"
-and "show" are in most documents, so their idf, and with it their weight, is near
-zero: the field cannot tell the two apart.
+does that. Words cannot show it: in a catalog where most operations are reads,
+"fetch" and "show" are in most documents, so their idf, and with it their weight, is
+near zero.
 
-So the method is also a filter of its own. The request's *intent* is the set of
-methods whose verbs (:data:`fields.METHOD_VERBS`) it uses, or a read when it
+So the method is a filter of its own. The request's *intent* is the set of
+methods whose verbs (:data:`METHOD_VERBS`) it uses, or a read when it
 asks for a fact ("what ...", "when ...") and names no action; an operation that
 performs none of them keeps ``1 - MISMATCH_WEIGHT`` of its score. A request with no
 such verb, or with verbs of several methods ("find the report and delete it"),
@@ -16,7 +15,7 @@ leaves operations of those methods alone. An operation performs its HTTP method 
 any method whose verbs its name uses, so RPC-style APIs that read with
 ``POST /getThing`` are not taken for writers.
 
-Measurements: ``docs/decisions/0002-capability-ranking-signals.md``.
+Measurements: ``docs/decisions/0013-capability-ranking-ablation.md``.
 """
 
 from __future__ import annotations
@@ -25,19 +24,30 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from memory_bank.capabilities.ranking.fields import METHOD_VERBS
 from memory_bank.textsearch.tokenize import identifier_terms
 
-__all__ = ["MISMATCH_WEIGHT", "actions", "intent"]
+__all__ = ["METHOD_VERBS", "MISMATCH_WEIGHT", "actions", "intent"]
+
+#: What each HTTP method does, in request words (RFC 9110 section 9.3). Only words that
+#: name one kind of method: not "set", "save" or "new", which vendors use for creations
+#: and for updates alike (one public API saves to a library with PUT).
+METHOD_VERBS: Mapping[str, str] = {
+    "GET": "get retrieve fetch list show find read",
+    "HEAD": "check exists",
+    "POST": "create add submit send make",
+    "PUT": "update replace",
+    "PATCH": "update modify change edit",
+    "DELETE": "delete remove cancel",
+}
 
 #: Share of its score an operation loses when it performs none of the request's methods.
-MISMATCH_WEIGHT = 0.1
+MISMATCH_WEIGHT = 0.2
 
 _VERBS: Mapping[str, frozenset[str]] = {method: frozenset(identifier_terms(words)) for method, words in METHOD_VERBS.items()}
 #: Method words that a request uses as often for something other than the action it asks
 #: for: "make sure", "send me the forecast", "how the rate has changed". They still say
 #: what an operation's name does, but state no intent (a guard for requests not measured
-#: here). "new" stays: it goes with creations ("we hired a new analyst; give him access").
+#: here).
 _NOT_STATED = frozenset(identifier_terms("make send change"))
 _STATED: Mapping[str, frozenset[str]] = {method: verbs - _NOT_STATED for method, verbs in _VERBS.items()}
 #: Question words that ask for a fact. Not "how" or "why": "how do I create ..." asks how

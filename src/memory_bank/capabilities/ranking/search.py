@@ -8,43 +8,45 @@ built once at construction and answered from memory:
   arguments, response fields; weights and why in :mod:`fields`), the query's
   words plus its adjacent word pairs;
 * its API: BM25 over one document per source pooling the titles, tags, descriptions
-  and name of all its operations, plus, once each, what the spec says about the API
-  as a whole (codegen's ``api`` key: ``info`` title, summary and description, the
-  servers' and the tags' descriptions). A request about fruit then favours the fruit
-  API even when the operation that answers it never says "fruit". It only
-  re-weights operations that match on their own, so it cannot surface an operation
-  with no evidence. Its share, ``API_WEIGHT``, is a quarter: set once, a tie-breaker
-  between APIs, never the main evidence.
+  and name of all its operations. A request about fruit then favours the fruit API
+  even when the operation that answers it never says "fruit". It only re-weights
+  operations that match on their own, so it cannot surface an operation with no
+  evidence. Its share, ``API_WEIGHT``, is a quarter: a tie-breaker between APIs, never
+  the main evidence.
 
 Score = ``(1 - API_WEIGHT) * operation + API_WEIGHT * api``, both in [0, 1] (see
 ``textsearch.bm25`` for what 1 means), so the score is in [0, 1] and a caller may apply
 a fixed ``min_score``. A request phrased as a question then mixes in a small share of
 how well each operation says it answers questions (:mod:`question_fallback`), so a
-question that no operation names reaches a question-answering one. An operation whose
-method the request's verbs rule out ("fetch my profile" vs. ``PUT /updateUserProfile``)
-loses a tenth of its score (:mod:`method_intent`); quoted values ("the 'Q2 Updated'
-dashboard") count as terms but state no action (:mod:`request_literals`). A request that
-states several steps gets the operation of its last step first when that operation is
-a close contender (:mod:`request_steps`).
+question that no operation names reaches a question-answering one. An operation whose method the request's verbs rule out ("fetch
+my profile" vs. ``PUT /updateUserProfile``) loses a fifth of its score
+(:mod:`method_intent`). A request that states several steps gets the operation of its
+last step first when that operation is a close contender (:mod:`request_steps`). Last,
+the first place goes to the best operation whose annotations the request allows: no
+deletion unless it asks to remove something, no write for a question (:mod:`safety`).
+
+Every part is a field of :class:`Ranking`, so the evaluations switch each off on the
+real index; each rule stays because it helps on at least two sources and hurts none,
+weights are chosen by leave-one-source-out
+(``docs/decisions/0013-capability-ranking-ablation.md``).
 
 With an ``embedder`` (the ``semantic`` extra, :mod:`semantic`) the lexical score is
 fused with embedding similarity, which finds operations that share no word with the
 request; scores are then relative to the query's best, and a weak lexical best is
 not stretched to full weight (``textsearch.fusion.fuse``).
 
-What was measured and kept out: ``docs/decisions/0002-capability-ranking-signals.md``;
-current figures: ``evals/RESULTS.md``.
+Current figures: ``evals/RESULTS.md``.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from memory_bank.capabilities.ranking import method_intent, request_literals, request_steps
-from memory_bank.capabilities.ranking.fields import FIELD_WEIGHTS, api_terms, api_texts, fields
+from memory_bank.capabilities.ranking import method_intent, request_steps, safety
+from memory_bank.capabilities.ranking.fields import FIELD_WEIGHTS, api_terms, fields
 from memory_bank.capabilities.ranking.question_fallback import ANSWER_TERMS, FALLBACK_WEIGHT, asks_question
 from memory_bank.capabilities.ranking.semantic import SemanticIndex, capability_texts
 from memory_bank.textsearch.bm25 import BM25F
@@ -52,7 +54,7 @@ from memory_bank.textsearch.embeddings import Embedder
 from memory_bank.textsearch.fusion import LEXICAL_FLOOR, SEMANTIC_WEIGHT, fuse
 from memory_bank.textsearch.tokenize import identifier_terms, phrases
 
-__all__ = ["API_WEIGHT", "CapabilitySearch", "Match"]
+__all__ = ["API_WEIGHT", "CapabilitySearch", "Match", "Ranking"]
 
 Capability = Mapping[str, Any]
 #: A capability by its position in the index, and its score.
@@ -60,6 +62,39 @@ Ranked = tuple[int, float]
 
 #: Share of the score that comes from the operation's API rather than the operation.
 API_WEIGHT = 0.25
+#: BM25's term-frequency saturation for operations: above Lucene's 1.2, so a request word
+#: that several fields of an operation repeat (name, title, path, description) counts more
+#: than one a single field mentions; and long fields normalised for their length more
+#: than Lucene's 0.75 does, so a long description's incidental words count less.
+#: Both chosen by leave-one-source-out (every fold agreed).
+K1 = 3.0
+B = 0.9
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Which signals rank and at what weight; the default is the shipped ranker.
+
+    One object instead of module constants, so an evaluation can switch any part off
+    (``evals/capability_search.py --ablate``) or try another weight on a real index,
+    and what is measured is the code that runs.
+    """
+
+    #: BM25F weight per field (:mod:`fields`); a field weighted 0 is not indexed.
+    field_weights: Mapping[str, float] = field(default_factory=lambda: dict(FIELD_WEIGHTS))
+    #: BM25 term-frequency saturation and length normalisation.
+    k1: float = K1
+    b: float = B
+    #: Share of the score from the operation's API.
+    api_weight: float = API_WEIGHT
+    #: Whether the request's adjacent word pairs are query terms.
+    word_pairs: bool = True
+    #: :mod:`question_fallback`'s and :mod:`method_intent`'s weights; 0 switches them off.
+    fallback_weight: float = FALLBACK_WEIGHT
+    mismatch_weight: float = method_intent.MISMATCH_WEIGHT
+    #: :mod:`request_steps`, :mod:`safety`.
+    request_steps: bool = True
+    safety: bool = True
 
 
 @dataclass(frozen=True)
@@ -80,26 +115,25 @@ class CapabilitySearch:
         embedder: Embedder | None = None,
         semantic_weight: float = SEMANTIC_WEIGHT,
         lexical_floor: float = LEXICAL_FLOOR,
+        ranking: Ranking = Ranking(),
     ) -> None:
-        """Index ``capabilities`` once; ``embedder`` (see ``textsearch.embeddings.load_embedder``) adds
-        the embedding signal, fused with ``semantic_weight`` and ``lexical_floor`` (see
-        ``textsearch.fusion.fuse``; the defaults are the cross-validated ones)."""
+        """Index ``capabilities`` once, ranked as ``ranking`` says; ``embedder`` (see
+        ``textsearch.embeddings.load_embedder``) adds the embedding signal, fused with
+        ``semantic_weight`` and ``lexical_floor`` (see ``textsearch.fusion.fuse``; the defaults
+        are the cross-validated ones)."""
         self._capabilities = list(capabilities)
+        self._ranking = ranking
         self._fusion = (semantic_weight, lexical_floor)
-        self._operations = BM25F([fields(c) for c in self._capabilities], FIELD_WEIGHTS)
+        self._operations = BM25F([fields(c) for c in self._capabilities], ranking.field_weights, k1=ranking.k1, b=ranking.b)
         sources: dict[str, int] = {}
         self._source_of = [sources.setdefault(str(c.get("source") or ""), len(sources)) for c in self._capabilities]
         pooled: list[list[str]] = [[] for _ in sources]
-        described: list[set[str]] = [set() for _ in sources]
         for capability, source in zip(self._capabilities, self._source_of):
             pooled[source] += api_terms(capability)
-            for text in api_texts(capability):  # each distinct API-level text once per API
-                if text not in described[source]:
-                    described[source].add(text)
-                    pooled[source] += identifier_terms(text)
-        self._apis = BM25F([{"api": words} for words in pooled], {"api": 1.0})
-        self._answers = self._operations.scores(ANSWER_TERMS)
+        self._apis = BM25F([{"api": words} for words in pooled], {"api": 1.0}, k1=ranking.k1, b=ranking.b)
         self._actions = [method_intent.actions(c) for c in self._capabilities]
+        self._hazards = [safety.Hazard.of(c) for c in self._capabilities]
+        self._answers = self._operations.scores(ANSWER_TERMS)
         self._factors: dict[frozenset[str], list[float]] = {}
         texts = [capability_texts(c) for c in self._capabilities]
         self._semantic = SemanticIndex(embedder, texts) if embedder and texts else None
@@ -120,30 +154,52 @@ class CapabilitySearch:
         never gets fewer results just because better ones were filtered out. An empty
         query returns ``[]``: listing by category is the caller's job.
         """
-        prose, literals = request_literals.split(query)
-        pieces = [identifier_terms(text) for text in (*prose, *literals)]  # word pairs stay within a piece
-        words = [word for piece in pieces for word in piece]
+        ranking = self._ranking
+        words = identifier_terms(query)
         if limit <= 0 or not words:
             return []
-        query_terms = words + [pair for piece in pieces for pair in phrases(piece)]
+        query_terms = words + phrases(words) if ranking.word_pairs else words
         api = self._apis.scores(words)
         scores = [
-            (1 - API_WEIGHT) * own + API_WEIGHT * api[source] if own > 0 else 0.0
+            (1 - ranking.api_weight) * own + ranking.api_weight * api[source] if own > 0 else 0.0
             for own, source in zip(self._operations.scores(query_terms), self._source_of)
         ]
-        statement = " ".join(prose)  # what the request says of the action, its literals left out
-        if asks_question(statement):
-            scores = [(1 - FALLBACK_WEIGHT) * own + FALLBACK_WEIGHT * answers for own, answers in zip(scores, self._answers)]
-        wanted = method_intent.intent((word for piece in pieces[: len(prose)] for word in piece), statement)
+        fallback = ranking.fallback_weight
+        if fallback > 0 and asks_question(query):
+            scores = [(1 - fallback) * own + fallback * answers for own, answers in zip(scores, self._answers)]
+        wanted = method_intent.intent(words, query) if ranking.mismatch_weight > 0 else frozenset()
         if wanted:
             scores = [own * factor for own, factor in zip(scores, self._intent_factors(wanted))]
         if self._semantic is not None:
             scores = fuse(scores, self._semantic.scores(query), *self._fusion)
         ranked = self._best(scores, max(limit, request_steps.WINDOW), accept)
-        tail = request_steps.last_step(statement)
+        tail = request_steps.last_step(query) if ranking.request_steps else None
         if tail:
             ranked = self._last_step_first(ranked, tail)
+        request = safety.Request.of(words, query) if ranking.safety and ranked else None
+        if request and request.restricts and not request.allows(self._hazards[ranked[0][0]]):
+            ranked = self._allowed_first(ranked, scores, request, accept)
         return [Match(self._capabilities[doc_id], min(1.0, score)) for doc_id, score in ranked[:limit]]
+
+    def _allowed_first(
+        self, ranked: list[Ranked], scores: Sequence[float], request: safety.Request, accept: Callable[[Capability], bool] | None
+    ) -> list[Ranked]:
+        """``ranked`` led by the best operation ``request`` allows first (see :mod:`safety`),
+        with its own score; those it passes keep their order, their scores capped at its
+        score so the list stays in order. Empty when the request allows none that matches."""
+        allowed = next((i for i, (doc_id, _) in enumerate(ranked) if request.allows(self._hazards[doc_id])), None)
+        if allowed is not None:
+            doc_id, top = ranked[allowed]
+            rest = [*ranked[:allowed], *ranked[allowed + 1 :]]
+        else:
+            seen = {doc_id for doc_id, _ in ranked}
+            candidates = [(-s, d) for d, s in enumerate(scores) if s > 0 and d not in seen and request.allows(self._hazards[d])]
+            heapq.heapify(candidates)
+            found = self._first_accepted(candidates, accept)
+            if found is None:
+                return []
+            (doc_id, top), rest = found, ranked
+        return [(doc_id, top), *((other, min(score, top)) for other, score in rest)]
 
     def _last_step_first(self, ranked: list[Ranked], tail: str) -> list[Ranked]:
         """``ranked`` with the best operation for the request's last step ``tail`` moved to
@@ -162,11 +218,11 @@ class CapabilitySearch:
 
     def _intent_factors(self, wanted: frozenset[str]) -> list[float]:
         """Per capability, 1 if it performs one of the ``wanted`` methods, else ``1 -
-        MISMATCH_WEIGHT``. Built once per intent (a set of HTTP methods, so a handful): a
+        mismatch_weight``. Built once per intent (a set of HTTP methods, so a handful): a
         set intersection per operation per query is a large part of a query on a big catalog."""
         factors = self._factors.get(wanted)
         if factors is None:
-            mismatch = 1 - method_intent.MISMATCH_WEIGHT
+            mismatch = 1 - self._ranking.mismatch_weight
             factors = self._factors[wanted] = [1.0 if actions & wanted else mismatch for actions in self._actions]
         return factors
 
@@ -178,8 +234,14 @@ class CapabilitySearch:
         heap = [(-score, doc_id) for doc_id, score in enumerate(scores) if score > 0]
         heapq.heapify(heap)
         ranked: list[Ranked] = []
-        while heap and len(ranked) < limit:
+        while len(ranked) < limit and (found := self._first_accepted(heap, accept)) is not None:
+            ranked.append(found)
+        return ranked
+
+    def _first_accepted(self, heap: list[tuple[float, int]], accept: Callable[[Capability], bool] | None) -> Ranked | None:
+        """Pop ``heap`` (a heap of ``(-score, doc_id)``) down to its best accepted entry."""
+        while heap:
             negative, doc_id = heapq.heappop(heap)
             if accept is None or accept(self._capabilities[doc_id]):
-                ranked.append((doc_id, -negative))
-        return ranked
+                return doc_id, -negative
+        return None
