@@ -57,7 +57,7 @@ def create_app(settings: Settings | None = None, *, clock: Callable[[], float] =
     tokens = TokenStore(engine)
     operations = Operations.build(settings, engine, clock)
     registry = CapabilityRegistry(CAPABILITIES)
-    handlers = AppHandlers(MemoryStore(engine, embedder_for(settings)), AgentResolver(AgentStore(engine)), registry)
+    handlers = AppHandlers(MemoryStore(engine, embedder_for(settings), settings.vector_cache_bytes), AgentResolver(AgentStore(engine)), registry)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -71,6 +71,12 @@ class Settings(BaseSettings):
     public_url: str = DEFAULT_PUBLIC_URL
     #: Memory search also by local embeddings (needs the ``semantic`` extra; store.search.semantic).
     semantic_search: bool = False
+    #: MiB of vectors one process keeps for semantic search on MariaDB/MySQL (store.search.vector_cache).
+    vector_cache_mb: int = Field(default=256, ge=1)
+
+    @property
+    def vector_cache_bytes(self) -> int:
+        return self.vector_cache_mb * 2**20
 
     @field_validator("database_url")
     @classmethod
