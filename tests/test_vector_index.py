@@ -21,8 +21,8 @@ from memory_bank.store.database import search_backend, vector_index
 from memory_bank.store.filters import visible_to
 from memory_bank.store.search import semantic, sqlite_vectors
 from memory_bank.store.search.vector_cache import CachedVectors
-from memory_bank.textsearch.embeddings import DIMENSIONS
 from memory_bank.store.tables import MemoryRow
+from memory_bank.textsearch.embeddings import DIMENSIONS
 from memory_bank.transfer import export_line, parse_records
 from support.requirements import semantic_extra
 

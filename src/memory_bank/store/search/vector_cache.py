@@ -91,7 +91,8 @@ class CachedVectors:
 
     def candidates(self, session: Session, reader: Reader, query: Any, k: int) -> list[int] | None:
         import numpy as np
-        from usearch.index import MetricKind, search
+        from usearch.compiled import MetricKind
+        from usearch.index import search
 
         blocks = [self._block(session, (reader.org_id, None)), self._block(session, (reader.org_id, reader.user_id))]
         if any(block is None for block in blocks):
