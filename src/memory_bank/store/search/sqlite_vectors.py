@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import glob
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -75,9 +76,12 @@ def register() -> bool:
         return False
     import _sqlite3
 
-    library = ctypes.CDLL(_sqlite3.__file__)  # resolves sqlite3_* in the module or the library it links
-    extension = ctypes.CDLL(sqlite_vec.loadable_path() + ".so")
-    return int(library.sqlite3_auto_extension(extension.sqlite3_vec_init)) == 0
+    try:
+        library = ctypes.CDLL(_sqlite3.__file__)  # resolves sqlite3_* in the module or the library it links
+        extension = ctypes.CDLL(next(glob.iglob(sqlite_vec.loadable_path() + ".*")))  # .so, .dylib or .dll
+        return int(library.sqlite3_auto_extension(extension.sqlite3_vec_init)) == 0
+    except (OSError, AttributeError, StopIteration):  # no such library or symbol on this platform
+        return False
 
 
 def loaded(connection: Connection) -> bool:
