@@ -195,9 +195,7 @@ def main() -> None:
         report(summary, as_json=True)
         return
     print(f"one owner of {args.memories} memories ({args.vectors} vectors); {len(picked)} searches, limit 10")
-    for row in results:
-        print(f"[{row['backend']}]")
-        report({k: v for k, v in row.items() if k != "backend"}, as_json=False)
+    report({f"{row['backend']} {k}": v for row in results for k, v in row.items() if k != "backend"}, as_json=False)
 
 
 if __name__ == "__main__":
