@@ -1,6 +1,6 @@
 """Semantic memory search at one large owner: the vector index against the full scan, both backends.
 
-    .venv/bin/python bench/semantic_scale.py [--memories 20000] [--queries 300] [--vectors synthetic|model]
+    .venv/bin/python bench/semantic_scale.py [--memories 20000] [--queries 100] [--vectors synthetic|model]
         [--backend sqlite|mysql] [--json]
 
 Memories are ``bench/memory_scale.py``'s (LoCoMo turns, speakers renamed, read in place from
@@ -169,7 +169,7 @@ def bench_backend(name: str, url: str, corpus: dict[int, list[str]], picked: Seq
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--memories", type=int, default=20_000, help="memories of the searched owner")
-    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--vectors", choices=("synthetic", "model"), default="synthetic")
     parser.add_argument("--backend", choices=("sqlite", "mysql"), help="one backend (default: both)")
     parser.add_argument("--mysql-url", default=os.environ.get("MEMORY_BANK_TEST_MYSQL_URL", "mysql+mysqldb://root@127.0.0.1:3306/test"))
