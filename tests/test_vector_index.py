@@ -231,3 +231,31 @@ def test_the_in_process_index_sees_another_replicas_writes(engine: Engine, make_
         assert everything is not None and set(everything) == {first.pk, later.pk, newer.pk}
     hits = [hit.id for hit, _ in ours.search(ann, MemoryFilter(), "first", 5)]
     assert hits[0] == newer.id and first.id not in hits
+
+
+@pytest.mark.parametrize("ceiling", [8, 64])
+def test_narrow_filters_widen_the_candidates_then_scan(engine: Engine, make_principal, monkeypatch: pytest.MonkeyPatch, ceiling: int) -> None:
+    """A tag only 3 of 40 rows carry: the index is asked for more candidates while the filter
+    rejects them, and past ``MAX_CANDIDATES`` the exact scan of what the filter admits answers."""
+    monkeypatch.setattr(semantic, "NEIGHBOURS", 2)
+    monkeypatch.setattr(semantic, "MAX_CANDIDATES", ceiling)
+    store = MemoryStore(engine, embed)
+    ann = make_principal()
+    for n in range(40):
+        store.create(ann, {"content": f"row {n}", "tags": ["rare"] if n % 13 == 5 else []})
+    where = MemoryFilter(tags=("rare",)).clauses(ann, search_backend(engine))
+    asked: list[int] = []
+    for index in indexes(engine):
+        real = index.candidates
+
+        def counted(session: Session, reader: semantic.Reader, query: Any, k: int) -> list[int] | None:
+            asked.append(k)
+            return real(session, reader, query, k)
+
+        monkeypatch.setattr(index, "candidates", counted)
+        with Session(engine) as session:
+            for seed in range(5):
+                query = vector(f"narrow {seed}")
+                near = semantic.nearest(session, index, semantic.Reader("acme", "ann"), where, query)
+                assert top(near, 2) == top(semantic.similarities(session, where, query), 2)
+    assert max(asked) == min(ceiling, 64) and len(set(asked)) > 1
