@@ -22,6 +22,7 @@ from memory_bank.store.search.backends.mysql import MysqlSearch
 from memory_bank.store.search.backends.sqlite import SqliteSearch
 from memory_bank.store.search.boosts import context
 from memory_bank.store.search.text import query_terms, search_text
+from memory_bank.textsearch.embeddings import DIMENSIONS
 from memory_bank.transfer import parse_records
 from support import backends
 from support.requirements import need, semantic_extra
@@ -311,14 +312,15 @@ CONCEPTS = {"dog": 0, "puppy": 0, "violin": 1, "music": 1}
 
 
 def concept_embedder(calls: list[int] | None = None):  # type: ignore[no-untyped-def]
-    """A toy model: dogs are alike, music is alike, everything else is near nothing.
+    """A toy model: dogs are alike, music is alike, everything else is near nothing; its vectors
+    have the packaged model's length, which the vector indexes are declared with.
     ``calls`` records the size of every batch it is given."""
     np = semantic_extra("numpy")
 
     def embed(texts):  # type: ignore[no-untyped-def]
         if calls is not None:
             calls.append(len(texts))
-        vectors = np.full((len(texts), 3), 0.01, dtype=np.float32)
+        vectors = np.full((len(texts), DIMENSIONS), 0.01, dtype=np.float32)
         for row, text in enumerate(texts):
             for word in text.lower().replace(":", " ").split():
                 if word in CONCEPTS:

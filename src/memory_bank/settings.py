@@ -90,6 +90,12 @@ class Settings(BaseSettings):
     oauth_jwks_refresh_seconds: float = Field(default=30, ge=0)
     #: Capability search fuses in the same model (capabilities.ranking.semantic): the hybrid.
     semantic_capabilities: bool = False
+    #: MiB of vectors one process keeps for semantic search on MariaDB/MySQL (store.search.vector_cache).
+    vector_cache_mb: int = Field(default=256, ge=1)
+
+    @property
+    def vector_cache_bytes(self) -> int:
+        return self.vector_cache_mb * 2**20
 
     @field_validator("database_url")
     @classmethod

@@ -41,7 +41,10 @@ from memory_bank.store import migrations
 from memory_bank.store.contention import DatabaseBusy, contention, writer_queue
 from memory_bank.store.search.backend import SearchBackend
 from memory_bank.store.search.backends.mysql import MysqlSearch
+from memory_bank.store.search import sqlite_vectors
 from memory_bank.store.search.backends.sqlite import SqliteSearch
+from memory_bank.store.search.semantic import VectorIndex
+from memory_bank.store.search.vector_cache import CachedVectors
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
 MYSQL_POOL_RECYCLE_SECONDS = 1800
@@ -68,6 +71,7 @@ def make_engine(url: str) -> Engine:
             max_overflow=MYSQL_POOL_OVERFLOW,
             connect_args={"charset": "utf8mb4"},
         )
+    sqlite_vectors.register()  # before the first connection: the vector index's triggers need vec0
     engine = sa.create_engine(
         url, json_serializer=_json_serializer, hide_parameters=True, connect_args={"check_same_thread": False}
     )
@@ -115,12 +119,28 @@ def search_backend(engine: Engine) -> SearchBackend:
     raise NotImplementedError(f"no full-text search backend for {engine.dialect.name!r} yet")
 
 
+def vector_index(engine: Engine, budget: int) -> VectorIndex | None:
+    """The nearest-neighbour index for this engine's dialect (``budget``: bytes an in-process one
+    may hold), or None when SQLite runs without ``sqlite-vec`` (searches then scan)."""
+    if engine.dialect.name == "sqlite":
+        with engine.connect() as connection:
+            return sqlite_vectors.SqliteVectors() if sqlite_vectors.loaded(connection) else None
+    return CachedVectors(budget)
+
+
 def create_schema(engine: Engine) -> tuple[str | None, str | None]:
-    """Apply pending migrations, then add the search index if missing; (revision before, after).
+    """Apply pending migrations, then add the search indexes if missing; (revision before, after).
 
     Safe on every start, also when several replicas start at once (``store.migrations``).
     """
-    return migrations.upgrade(engine.execution_options(**{_WRITE: True}), search_backend(engine).install)
+    backend = search_backend(engine)
+
+    def install(connection: Connection) -> None:
+        backend.install(connection)
+        if engine.dialect.name == "sqlite":
+            sqlite_vectors.install(connection)
+
+    return migrations.upgrade(engine.execution_options(**{_WRITE: True}), install)
 
 
 def open_database(settings: Settings) -> Engine:

@@ -28,15 +28,17 @@ from sqlmodel import Session, col
 
 from memory_bank.errors import Conflict, NotFound
 from memory_bank.security.principal import Principal
+from memory_bank.settings import Settings
 from memory_bank.store import importer
 from memory_bank.store.columns import new_id, utcnow
 from memory_bank.store.contention import DatabaseBusy
-from memory_bank.store.database import search_backend, transaction
+from memory_bank.store.database import search_backend, transaction, vector_index
 from memory_bank.store.filters import MemoryFilter, current, not_deleted, owned_by, visible_to
 from memory_bank.store.idempotency import content_hash, content_key, header_key
 from memory_bank.store.keyset import beyond, decode_cursor, encode_cursor, key_of, order
 from memory_bank.store.search.indexing import EMBEDDER_OPTION
 from memory_bank.store.search.pipeline import MemorySearch
+from memory_bank.store.search.semantic import Reader
 from memory_bank.store.tables import FeedbackRow, MemoryRow
 from memory_bank.textsearch.embeddings import Embedder
 
@@ -48,6 +50,8 @@ VERSIONED_FIELDS = (
 
 #: A PUT racing others to one keypath re-reads and tries again this often before giving up with 409.
 PUT_ATTEMPTS = 8
+#: What the in-process vector index may hold unless told (the setting's default).
+VECTOR_CACHE_BYTES = int(Settings.model_fields["vector_cache_mb"].default) * 2**20
 
 
 class ConcurrentChange(Conflict):
@@ -62,12 +66,17 @@ def _keypath_taken(keypath: str) -> Conflict:
 
 
 class MemoryStore:
-    def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self, engine: Engine, embedder: Embedder | None = None, vector_cache_bytes: int = VECTOR_CACHE_BYTES
+    ) -> None:
         """``embedder`` (``search.semantic.embedder_for``) turns on the semantic half of search:
-        rows inserted through this store get vectors (``store.search.indexing``), searches fuse them."""
+        rows inserted through this store get vectors (``store.search.indexing``), searches fuse them,
+        finding the nearest through the backend's vector index (``vector_cache_bytes``: what an
+        in-process one may hold)."""
         self._engine = engine.execution_options(**{EMBEDDER_OPTION: embedder}) if embedder else engine
         self._search = search_backend(engine)
-        self._ranking = MemorySearch(self._search, embedder)
+        vectors = vector_index(engine, vector_cache_bytes) if embedder else None
+        self._ranking = MemorySearch(self._search, embedder, vectors)
 
     # -- create ---------------------------------------------------------------
 
@@ -217,7 +226,8 @@ class MemoryStore:
                     .limit(limit)
                 )
                 return [(row, 1.0) for row in session.scalars(statement)]
-            return self._ranking.search(session, clauses, q, limit, min_score)
+            reader = Reader(principal.org_id, principal.user_id, current_only=not where.include_superseded)
+            return self._ranking.search(session, reader, clauses, q, limit, min_score)
 
     # -- versions -------------------------------------------------------------
 

@@ -14,7 +14,10 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["Embedder", "load_embedder"]
+__all__ = ["DIMENSIONS", "Embedder", "load_embedder"]
+
+#: The length of the packaged model's vectors (a vector index is declared with it).
+DIMENSIONS = 384
 
 #: Texts -> one unit-length vector per text (rows of floats).
 Embedder = Callable[[Sequence[str]], Any]

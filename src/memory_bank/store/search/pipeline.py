@@ -1,8 +1,8 @@
 """A search from query to ranked rows: lexical, then semantic fusion, then feedback.
 
 1. lexical hits and scores (``lexical``) for the query's terms;
-2. with an embedder, the ``semantic.NEIGHBOURS`` rows closest to the query join
-   them, and every candidate's score becomes the fusion of both signals
+2. with an embedder, the ``semantic.NEIGHBOURS`` rows closest to the query (found
+   through the backend's vector index, ``semantic.nearest``) join them, and every candidate's score becomes the fusion of both signals
    (``textsearch.fusion``); a row the other signal did not find counts 0 there;
 3. the best ``max(3 * limit, 30)`` lend each other relevance when they share an
    origin (``boosts.context``), then get their feedback applied (``boosts.feedback``),
@@ -32,19 +32,29 @@ FEEDBACK_DEPTH = 3
 
 
 class MemorySearch:
-    def __init__(self, backend: SearchBackend, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self, backend: SearchBackend, embedder: Embedder | None = None, vectors: semantic.VectorIndex | None = None
+    ) -> None:
         self._backend = backend
         self._embedder = embedder
+        self._vectors = vectors
         self._samples = sample_cache()
 
     def search(
-        self, session: Session, where: Sequence[ColumnElement[bool]], q: str, limit: int, min_score: float
+        self,
+        session: Session,
+        reader: semantic.Reader,
+        where: Sequence[ColumnElement[bool]],
+        q: str,
+        limit: int,
+        min_score: float,
     ) -> list[tuple[MemoryRow, float]]:
-        """The best ``limit`` rows for ``q`` with scores in [0, 1]; none when nothing matches."""
+        """The best ``limit`` rows for ``q`` with scores in [0, 1]; none when nothing matches.
+        ``where`` selects the searched rows, all of them visible to ``reader``."""
         terms = query_terms(q)
         scores = lexical(session, self._backend, where, terms, 10 * limit, self._samples) if terms else {}
         if self._embedder is not None:
-            scores = self._fused(session, where, q, scores)
+            scores = self._fused(session, reader, where, q, scores)
         if not scores:
             return []
         best = sorted(scores, key=lambda pk: (scores[pk], pk), reverse=True)[: max(FEEDBACK_DEPTH * limit, 30)]
@@ -65,10 +75,15 @@ class MemorySearch:
         return [(rows[pk], final[pk]) for pk in page]
 
     def _fused(
-        self, session: Session, where: Sequence[ColumnElement[bool]], q: str, lexical_scores: dict[int, float]
+        self,
+        session: Session,
+        reader: semantic.Reader,
+        where: Sequence[ColumnElement[bool]],
+        q: str,
+        lexical_scores: dict[int, float],
     ) -> dict[int, float]:
         assert self._embedder is not None
-        near = semantic.similarities(session, where, self._embedder([q])[0])
+        near = semantic.nearest(session, self._vectors, reader, where, self._embedder([q])[0], lexical_scores)
         closest = sorted(near, key=near.__getitem__, reverse=True)[: semantic.NEIGHBOURS]
         pks = list(dict.fromkeys([*lexical_scores, *closest]))
         fused = fuse(

@@ -9,10 +9,14 @@ inserted (``indexing``), and stored with it in ``memory.embedding``. The model r
 who and when before what (:func:`memory_text`): questions name people and dates, and a
 turn rarely names its speaker.
 
-A search embeds the query and compares it with the vectors of every row it ranges
-over (one matrix-vector product): exact, no index to keep in step, and cheap for an
-owner's thousands of rows; for millions of rows per owner it would want a vector
-index, which neither SQLite nor MariaDB 10.11 has.
+A search embeds the query and asks the backend's vector index (``VectorIndex``) for the
+rows nearest to it among those its reader may see: ``sqlite_vectors`` (the ``sqlite-vec``
+extension, exact) on SQLite, ``vector_cache`` (bounded per-owner matrices in the process)
+on MariaDB/MySQL, which have no vector type. The index only proposes candidates; their
+similarities are computed from ``memory.embedding`` under the search's own filters
+(:func:`nearest`), so scores are the full scan's and a stale index entry can never leak
+a row. Without an index (extension missing, owner over the memory budget) the search
+falls back to the full scan (:func:`similarities`). Why: ``docs/decisions/0025-vector-indexes.md``.
 
 Fusion with the lexical score is capability search's, parameters included
 (``textsearch.fusion``), so they were set before looking at memories. Measurements
@@ -22,7 +26,8 @@ Fusion with the lexical score is capability search's, parameters included
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy import ColumnElement
@@ -33,12 +38,15 @@ from memory_bank.store.tables import MemoryRow
 from memory_bank.textsearch.embeddings import Embedder, load_embedder
 
 __all__ = [
-    "INSTALL_SEMANTIC", "NEIGHBOURS", "SemanticExtraMissing", "embedder_for", "embedders", "memory_text", "required_embedder", "similarities",
-    "to_blob",
+    "INSTALL_SEMANTIC", "MAX_CANDIDATES", "NEIGHBOURS", "Reader", "SemanticExtraMissing", "VectorIndex", "embedder_for",
+    "embedders", "memory_text", "nearest", "required_embedder", "similarities", "to_blob",
 ]  # fmt: skip
 
 #: Rows the embedding side adds to the lexical candidates, best first.
 NEIGHBOURS = 100
+#: The most candidates asked of an index (sqlite-vec's own bound on k); a search whose filters
+#: admit fewer than ``NEIGHBOURS`` of them is narrow enough for the exact scan of what they admit.
+MAX_CANDIDATES = 4096
 
 
 #: How to get the extra: from the checkout (the name ``memory-bank`` on the package index is
@@ -107,3 +115,50 @@ def similarities(session: Session, where: Sequence[ColumnElement[bool]], query: 
     matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype="<f4").reshape(len(rows), -1)
     similarity = np.clip(matrix @ np.asarray(query, dtype=np.float32), 0.0, 1.0)
     return {pk: float(value) for (pk, _), value in zip(rows, similarity.tolist(), strict=True)}
+
+
+@dataclass(frozen=True)
+class Reader:
+    """Whose search it is: the org's shared rows and the user's own (``filters.visible_to``),
+    current versions only unless the search includes superseded ones."""
+
+    org_id: str
+    user_id: str
+    current_only: bool = True
+
+
+class VectorIndex(Protocol):
+    """Nearest-neighbour candidates of a backend."""
+
+    def candidates(self, session: Session, reader: Reader, query: Any, k: int) -> list[int] | None:
+        """Up to ``k`` pks of rows ``reader`` may see, nearest to ``query`` first, fewer only when
+        there are no more; they may include rows the search's filters exclude. None when the
+        index cannot answer now (the caller scans instead)."""
+        ...
+
+
+def nearest(
+    session: Session,
+    index: VectorIndex | None,
+    reader: Reader,
+    where: Sequence[ColumnElement[bool]],
+    query: Any,
+    also: Iterable[int] = (),
+) -> dict[int, float]:
+    """Like :func:`similarities`, but only for the ``NEIGHBOURS`` (or more) nearest searched rows
+    and the rows ``also`` names (lexical candidates), read through ``index``.
+
+    Candidates are asked for twice the rows needed, then four times as many while the
+    filters reject too many of them, up to ``MAX_CANDIDATES``: one to four index questions
+    and at most ``MAX_CANDIDATES + len(also)`` vectors read per search.
+    """
+    extra = list(also)
+    k = 2 * NEIGHBOURS
+    while index is not None and (found := index.candidates(session, reader, query, k)) is not None:
+        near = similarities(session, [*where, col(MemoryRow.pk).in_([*found, *extra])], query)
+        if len(found) < k or sum(pk in near for pk in found) >= NEIGHBOURS:
+            return near
+        if k >= MAX_CANDIDATES:
+            break
+        k = min(4 * k, MAX_CANDIDATES)
+    return similarities(session, where, query)
