@@ -127,7 +127,7 @@ def test_migration_0004_keeps_the_newest_current_value_and_supersedes_the_rest(b
                     row(5, "ann", "ed", t0 + timedelta(seconds=3), deleted_at=t0),  # already gone: untouched
                 ],
             )
-        assert create_schema(engine) == ("0003", "0005")
+        assert create_schema(engine) == ("0003", migrations.head())
 
         with engine.connect() as connection:
             rows = {

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from memory_bank.cli import app
 from memory_bank.settings import get_settings
+from memory_bank.store import migrations
 from memory_bank.store.database import create_schema, make_engine
 
 
@@ -44,9 +45,9 @@ def test_db_upgrade_command(database_url: str, monkeypatch: pytest.MonkeyPatch) 
         runner = CliRunner()
         first = runner.invoke(app, ["db", "upgrade"])
         assert first.exit_code == 0, first.output
-        assert first.stdout.strip() == "0005" and "upgraded from an empty database" in first.stderr
+        assert first.stdout.strip() == migrations.head() and "upgraded from an empty database" in first.stderr
         again = runner.invoke(app, ["db", "upgrade"])
-        assert again.stdout.strip() == "0005" and "up to date" in again.stderr
+        assert again.stdout.strip() == migrations.head() and "up to date" in again.stderr
     finally:
         get_settings.cache_clear()
 
@@ -57,7 +58,7 @@ def test_starts_racing_on_a_fresh_sqlite_file_migrate_once(tmp_path: Path) -> No
     try:
         with ThreadPoolExecutor(len(engines)) as pool:
             results = list(pool.map(create_schema, engines))
-        assert sorted(results, key=str) == [("0005", "0005")] * 3 + [(None, "0005")]
+        assert sorted(results, key=str) == [(migrations.head(), migrations.head())] * 3 + [(None, migrations.head())]
     finally:
         for engine in engines:
             engine.dispose()

@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from memory_bank.store import MemoryFilter, MemoryStore
+from memory_bank.store import MemoryFilter, MemoryStore, migrations
 from memory_bank.store.bootstrap_mysql import FULLTEXT_INDEX, has_fulltext
 from memory_bank.store.database import create_schema, make_engine
 from memory_bank.store.search import lexical
@@ -82,7 +82,7 @@ def test_other_tenants_rows_do_not_change_a_ranking(store: MemoryStore, engine: 
 
 @backends.mysql_only
 def test_bootstrap_is_idempotent_and_heals(engine: Engine) -> None:
-    assert create_schema(engine) == ("0005", "0005")
+    assert create_schema(engine) == (migrations.head(), migrations.head())
     with engine.begin() as connection:
         connection.exec_driver_sql(f"ALTER TABLE memory DROP INDEX {FULLTEXT_INDEX}")
         assert not has_fulltext(connection)
@@ -97,7 +97,7 @@ def test_replicas_starting_at_once_on_a_fresh_database() -> None:
         try:
             with ThreadPoolExecutor(len(engines)) as pool:
                 results = list(pool.map(create_schema, engines))
-            assert sorted(results, key=str) == [("0005", "0005")] * 3 + [(None, "0005")]
+            assert sorted(results, key=str) == [(migrations.head(), migrations.head())] * 3 + [(None, migrations.head())]
             with engines[0].connect() as connection:
                 statement = sa.text(
                     "SELECT COUNT(DISTINCT index_name) FROM information_schema.statistics"

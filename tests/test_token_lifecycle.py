@@ -120,7 +120,7 @@ def test_migration_0005_keeps_tokens_minted_before_it_working(backend: str, tmp_
                 ),
                 {"hash": digest(old_secret), "permissions": '["memory:read"]', "created": datetime(2026, 1, 1)},
             )
-        assert create_schema(engine) == ("0004", "0005")
+        assert create_schema(engine) == ("0004", migrations.head())
         tokens = TokenStore(engine)
         principal = tokens.verify(old_secret)
         assert principal is not None and principal.permissions == frozenset(READ)

@@ -116,10 +116,13 @@ class MemoryStore:
             raise Conflict("this Idempotency-Key was already used for different content")
         return first, False
 
-    def _current_at(self, session: Session, principal: Principal, keypath: str) -> MemoryRow | None:
-        """The caller's own current value at ``keypath``, if any."""
+    def _current_at(self, session: Session, principal: Principal, keypath: str, *, lock: bool = False) -> MemoryRow | None:
+        """The caller's own current value at ``keypath``, if any; ``lock`` (a PUT about to
+        replace it) holds it until COMMIT, so PUTs racing to replace one value queue behind
+        each other on MySQL/MariaDB instead of each losing the guarded stamp and starting
+        over (SQLite's write transactions are serial already)."""
         statement = sa.select(MemoryRow).where(owned_by(principal), col(MemoryRow.keypath) == keypath, current())
-        return session.scalars(statement).first()
+        return session.scalars(statement.with_for_update() if lock else statement).first()
 
     def _by_key(self, session: Session, principal: Principal, key: str) -> MemoryRow | None:
         statement = sa.select(MemoryRow).where(owned_by(principal), col(MemoryRow.idempotency_key) == key)
@@ -309,6 +312,8 @@ class MemoryStore:
     ) -> tuple[MemoryRow, bool]:
         with transaction(self._engine, write=True) as session:
             head = self._current_at(session, principal, keypath)
+            if head is not None:  # lock only a value that is there: locking an absent one takes gap locks, which deadlock
+                head = self._current_at(session, principal, keypath, lock=True)
             if head is None:
                 return self._insert(session, principal, agent, values), True
             candidate = MemoryRow(**values)

@@ -22,6 +22,7 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine
 
 from memory_bank.store.bootstrap_mysql import advisory_lock
@@ -29,10 +30,18 @@ from memory_bank.store.bootstrap_mysql import advisory_lock
 _HERE = Path(__file__).parent
 
 
-def _config(connection: Connection) -> Config:
+def head() -> str:
+    """The newest revision: what ``upgrade`` brings every database to."""
+    current = ScriptDirectory.from_config(_config()).get_current_head()
+    assert current is not None  # the package ships its revisions
+    return current
+
+
+def _config(connection: Connection | None = None) -> Config:
     config = Config()
     config.set_main_option("script_location", str(_HERE))
-    config.attributes["connection"] = connection
+    if connection is not None:
+        config.attributes["connection"] = connection
     return config
 
 
