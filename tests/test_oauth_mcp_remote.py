@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp import Client, StdioServerParameters
 from support.mcp_live import live_server
 from support.oauth_server import AuthorizationServerOnLoopback, User, agent_of
@@ -25,11 +26,20 @@ INSTALL = "npm install --prefix .ci/node mcp-remote@0.15"
 
 BROWSER = """#!{python}
 import sys
+import time
 import httpx
 
-# The person signs in and consents (automatic here); the redirect lands on mcp-remote's callback.
-response = httpx.get(sys.argv[1], follow_redirects=True, timeout=30)
-sys.exit(0 if response.status_code < 400 else 1)
+# The person signs in and consents (automatic here) ...
+consent = httpx.get(sys.argv[1], timeout=30)
+callback = consent.headers["location"]
+# ... and the browser follows the redirect to mcp-remote's callback, which mcp-remote starts
+# listening on only after it has launched the browser: a person is never that quick, a script is.
+for _ in range(120):
+    try:
+        sys.exit(0 if httpx.get(callback, timeout=30).status_code < 400 else 1)
+    except httpx.ConnectError:
+        time.sleep(0.25)
+sys.exit(1)
 """
 
 
@@ -53,10 +63,11 @@ async def test_mcp_remote_without_a_header_signs_in_and_saves_and_finds_a_memory
             "BROWSER": str(browser),
         }
         bridge = StdioServerParameters(command=str(BIN / "mcp-remote"), args=[server.mcp_url, "--host", "127.0.0.1"], env=env)
-        async with Client(bridge) as client:
-            found = ok(await client.call_tool("search_capabilities", {"query": "remember a fact"}))
-            saved = ok(await client.call_tool("execute_capability", {"name": "postMemory", "body": {"content": "lunch is at noon"}}))
-            hits = ok(await client.call_tool("execute_capability", {"name": "getMemorySearch", "query": {"q": "lunch noon"}}))
+        with anyio.fail_after(120):  # a sign-in that never completes fails here instead of hanging the suite
+            async with Client(bridge) as client:
+                found = ok(await client.call_tool("search_capabilities", {"query": "remember a fact"}))
+                saved = ok(await client.call_tool("execute_capability", {"name": "postMemory", "body": {"content": "lunch is at noon"}}))
+                hits = ok(await client.call_tool("execute_capability", {"name": "getMemorySearch", "query": {"q": "lunch noon"}}))
     assert "postMemory" in [card["name"] for card in found["results"]]
     assert saved["user_id"] == "ada" and [hit["id"] for hit in hits["results"]] == [saved["id"]]
     assert len(authorization.clients) == 1  # it registered itself
