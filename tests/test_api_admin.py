@@ -193,3 +193,11 @@ def test_each_admin_call_is_audited_by_operation_token_and_outcome(settings: Set
         assert [tuple(e) for e in events] == [("createToken", True, None, row.id), ("getToken", False, "not_found", row.id)]
     finally:
         app.state.engine.dispose()
+
+
+@pytest.mark.parametrize("name", ["\x1b[2J\x1b[31mPWNED", "ok\nforged row", "bell\x07", "c1\x9b31m"])
+def test_a_name_holding_control_characters_is_refused_as_operators_read_names_in_a_terminal(admin: TestClient, name: str) -> None:
+    for path, body in (("/v1/admin/tokens", {"name": name, "permissions": ["memory:read"]}), ("/v1/admin/agents", {"name": name})):
+        refused = admin.post(path, json=body)
+        assert refused.status_code == 422 and refused.json()["code"] == "invalid_params", refused.text
+    assert admin.post("/v1/admin/agents", json={"name": "zażółć 🦄 bot"}).status_code == 201  # any other Unicode is a name

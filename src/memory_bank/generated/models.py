@@ -426,6 +426,17 @@ OwnerId = Annotated[
 ]
 
 
+Name = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=128,
+        pattern="^[^\\x00-\\x1f\\x7f-\\x9f]+$",
+        description="A name people read in lists.",
+    ),
+]
+
+
 Permission = Annotated[
     Literal["memory:read", "memory:write", "memory:admin"],
     Field(description="`memory:admin` implies the other two."),
@@ -435,7 +446,7 @@ Permission = Annotated[
 class TokenCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=128, description="What the token is for.")
+    name: Name = Field(description="What the token is for.")
     permissions: list[Permission] = Field(min_length=1, max_length=3)
     user_id: OwnerId | None = Field(
         default=None,
@@ -500,9 +511,7 @@ class TokenList(BaseModel):
 class AgentCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(
-        min_length=1, max_length=128, description="A readable name, e.g. the host or the tool."
-    )
+    name: Name = Field(description="A readable name, e.g. the host or the tool.")
 
 
 class Agent(BaseModel):
