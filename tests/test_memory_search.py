@@ -121,25 +121,32 @@ def test_stemmed_words_match_on_every_backend(store: MemoryStore, make_principal
         assert [r.id for r, _ in store.search(ann, EVERYTHING, q, 5)] == [row.id], q
 
 
-def test_the_index_plan_ranks_like_the_scan(store: MemoryStore, make_principal, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def unheld(engine: Engine) -> MemoryStore:
+    """A store that holds no owner's postings: every search takes ``lexical``'s plan, as an
+    owner too large for the postings budget does."""
+    return MemoryStore(engine, lexical_cache_bytes=0)
+
+
+def test_the_index_plan_ranks_like_the_scan(unheld: MemoryStore, make_principal, monkeypatch: pytest.MonkeyPatch) -> None:
     ann = make_principal()
     for content in ("gardening in spring", "spring cleaning of the garden shed", "python build cache", "the garden party"):
-        store.create(ann, {"content": content})
-    scanned = store.search(ann, EVERYTHING, "garden spring", 10)
+        unheld.create(ann, {"content": content})
+    scanned = unheld.search(ann, EVERYTHING, "garden spring", 10)
     monkeypatch.setattr(lexical, "SCAN_ROWS", 0)
-    assert store.search(ann, EVERYTHING, "garden spring", 10) == scanned
+    assert unheld.search(ann, EVERYTHING, "garden spring", 10) == scanned
 
 
 def test_an_owner_too_large_to_scan_gets_sampled_statistics_and_every_match(
-    store: MemoryStore, make_principal, monkeypatch: pytest.MonkeyPatch
+    unheld: MemoryStore, make_principal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ann = make_principal()
     for content in ("gardening in spring", "spring cleaning of the garden shed", "python build cache", "the garden party"):
-        store.create(ann, {"content": content})
-    scanned = store.search(ann, EVERYTHING, "garden spring", 10)
+        unheld.create(ann, {"content": content})
+    scanned = unheld.search(ann, EVERYTHING, "garden spring", 10)
     monkeypatch.setattr(lexical, "SCAN_ROWS", 1)
     monkeypatch.setattr(lexical, "SAMPLE_ROWS", 1)  # statistics from 2 of the 4 rows
-    sampled = store.search(ann, EVERYTHING, "garden spring", 10)
+    sampled = unheld.search(ann, EVERYTHING, "garden spring", 10)
     assert {row.id for row, _ in sampled} == {row.id for row, _ in scanned}  # the index still finds every match
     assert sampled[0][0].id == scanned[0][0].id and all(0 < s < 1 for _, s in sampled)
 
@@ -161,47 +168,47 @@ def record_index_questions(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[s
 
 
 def test_the_index_plan_asks_for_the_best_band_first_and_any_term_only_when_it_is_short(
-    store: MemoryStore, make_principal, monkeypatch: pytest.MonkeyPatch
+    unheld: MemoryStore, make_principal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ann = make_principal()
-    both = {store.create(ann, {"content": f"garden in spring, note {n}"})[0].id for n in range(12)}
+    both = {unheld.create(ann, {"content": f"garden in spring, note {n}"})[0].id for n in range(12)}
     for n in range(5):
-        store.create(ann, {"content": f"garden shed, note {n}"})
+        unheld.create(ann, {"content": f"garden shed, note {n}"})
     for n in range(3):
-        store.create(ann, {"content": f"spring rain, note {n}"})
+        unheld.create(ann, {"content": f"spring rain, note {n}"})
     monkeypatch.setattr(lexical, "SCAN_ROWS", 0)
     asked = record_index_questions(monkeypatch)
-    hits = store.search(ann, EVERYTHING, "garden spring", 1)  # 10 candidates wanted: the 12 rows of both words suffice
+    hits = unheld.search(ann, EVERYTHING, "garden spring", 1)  # 10 candidates wanted: the 12 rows of both words suffice
     assert [every for _, every in asked] == [True] and hits[0][0].id in both
     asked.clear()
-    hits = store.search(ann, EVERYTHING, "garden spring", 50)  # 500 wanted: then rows of either word
+    hits = unheld.search(ann, EVERYTHING, "garden spring", 50)  # 500 wanted: then rows of either word
     assert [every for _, every in asked] == [True, False] and len(hits) == 20 and {r.id for r, _ in hits[:12]} == both
 
 
-def test_the_any_term_question_leaves_out_common_terms_first(store: MemoryStore, make_principal, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_any_term_question_leaves_out_common_terms_first(unheld: MemoryStore, make_principal, monkeypatch: pytest.MonkeyPatch) -> None:
     """ "note" is in 120 of 132 rows: asking the index for it ranks nearly all of them, and a
     row holding only it is the weakest match there is."""
     ann = make_principal()
-    gardens = {store.create(ann, {"content": f"garden {n}"})[0].id for n in range(12)}
+    gardens = {unheld.create(ann, {"content": f"garden {n}"})[0].id for n in range(12)}
     for n in range(120):
-        store.create(ann, {"content": f"note {n}"})
+        unheld.create(ann, {"content": f"note {n}"})
     monkeypatch.setattr(lexical, "SCAN_ROWS", 0)
     asked = record_index_questions(monkeypatch)
-    hits = store.search(ann, EVERYTHING, "garden note", 1)  # 10 wanted: the 12 garden rows suffice
+    hits = unheld.search(ann, EVERYTHING, "garden note", 1)  # 10 wanted: the 12 garden rows suffice
     assert asked == [(["garden", "note"], True), (["garden"], False)] and hits[0][0].id in gardens
     asked.clear()
-    hits = store.search(ann, EVERYTHING, "garden note", 20)  # 200 wanted: then any term at all
+    hits = unheld.search(ann, EVERYTHING, "garden note", 20)  # 200 wanted: then any term at all
     assert asked == [(["garden", "note"], True), (["garden"], False), (["garden", "note"], False)]
     assert len(hits) == 20 and {r.id for r, _ in hits[:12]} == gardens
 
 
 def test_a_large_owner_s_sample_is_read_once_and_new_memories_are_still_found(
-    store: MemoryStore, engine: Engine, make_principal, monkeypatch: pytest.MonkeyPatch
+    unheld: MemoryStore, engine: Engine, make_principal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ann, bo = make_principal(), make_principal(user="bo")
     for content in ("gardening in spring", "spring cleaning of the garden shed", "python build cache"):
-        store.create(ann, {"content": content})
-        store.create(bo, {"content": content})
+        unheld.create(ann, {"content": content})
+        unheld.create(bo, {"content": content})
     monkeypatch.setattr(lexical, "SCAN_ROWS", 1)  # 3 rows: too many to scan
     sample_reads: list[str] = []
 
@@ -211,12 +218,12 @@ def test_a_large_owner_s_sample_is_read_once_and_new_memories_are_still_found(
 
     sa.event.listen(engine, "before_cursor_execute", count)
     try:
-        assert len(store.search(ann, EVERYTHING, "garden", 10)) == 2
-        gnome, _ = store.create(ann, {"content": "a garden gnome"})
-        again = store.search(ann, EVERYTHING, "garden", 10)
+        assert len(unheld.search(ann, EVERYTHING, "garden", 10)) == 2
+        gnome, _ = unheld.create(ann, {"content": "a garden gnome"})
+        again = unheld.search(ann, EVERYTHING, "garden", 10)
         assert len(sample_reads) == 1  # the second search took the first one's sample
         assert gnome.id in {row.id for row, _ in again} and len(again) == 3  # candidates still come from the index
-        store.search(bo, EVERYTHING, "garden", 10)
+        unheld.search(bo, EVERYTHING, "garden", 10)
         assert len(sample_reads) == 2  # another owner, another sample
     finally:
         sa.event.remove(engine, "before_cursor_execute", count)

@@ -23,11 +23,23 @@ pytestmark = pytest.mark.mysql
 EVERYTHING = MemoryFilter()
 
 
-@pytest.fixture(params=["scan", "index"])
-def ann(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, make_principal):
-    """Ann of acme, searching under the plan this test runs with."""
+@pytest.fixture(params=["postings", "scan", "index"])
+def plan(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The plan this test searches under: the owner's postings, or (an owner too large to hold
+    them) ``lexical``'s scan or its full-text index plan."""
     if request.param == "index":
         monkeypatch.setattr(lexical, "SCAN_ROWS", 0)
+    return str(request.param)
+
+
+@pytest.fixture
+def store(engine: Engine, plan: str) -> MemoryStore:
+    return MemoryStore(engine) if plan == "postings" else MemoryStore(engine, lexical_cache_bytes=0)
+
+
+@pytest.fixture
+def ann(make_principal):
+    """Ann of acme."""
     return make_principal("acme", "ann")
 
 

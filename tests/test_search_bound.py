@@ -89,6 +89,12 @@ def like_tests(seen: list[str]) -> list[str]:
 
 
 @pytest.fixture
+def store(engine: Engine) -> MemoryStore:
+    """Owners too large for the postings budget (none is held): ``lexical``'s plan, whose bound this is."""
+    return MemoryStore(engine, lexical_cache_bytes=0)
+
+
+@pytest.fixture
 def index_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lexical, "SCAN_ROWS", 0)
 

@@ -61,7 +61,7 @@ def create_app(settings: Settings | None = None, *, clock: Callable[[], float] =
     memory_model, capability_model = embedders(settings)
     registry = CapabilityRegistry(CAPABILITIES, embedder=capability_model)
     agents = AgentStore(engine)
-    handlers = AppHandlers(MemoryStore(engine, memory_model, settings.vector_cache_bytes), AgentResolver(agents), registry)
+    handlers = AppHandlers(MemoryStore(engine, memory_model, settings.vector_cache_bytes, settings.lexical_cache_bytes), AgentResolver(agents), registry)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

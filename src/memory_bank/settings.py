@@ -93,9 +93,17 @@ class Settings(BaseSettings):
     #: MiB of vectors one process keeps for semantic search on MariaDB/MySQL (store.search.vector_cache).
     vector_cache_mb: int = Field(default=256, ge=1)
 
+    #: MiB of per-owner postings one process keeps for lexical memory search (store.search.postings);
+    #: 0 keeps none (every search reads the owner's rows).
+    lexical_cache_mb: int = Field(default=256, ge=0)
+
     @property
     def vector_cache_bytes(self) -> int:
         return self.vector_cache_mb * 2**20
+
+    @property
+    def lexical_cache_bytes(self) -> int:
+        return self.lexical_cache_mb * 2**20
 
     @field_validator("database_url")
     @classmethod

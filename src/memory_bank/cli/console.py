@@ -83,7 +83,7 @@ def database() -> Engine:
 def memory_store() -> MemoryStore:
     """The store on ``database()``, with the embedding model when the settings turn semantic
     search on: rows the CLI imports get vectors and its searches rank like the service's."""
-    return MemoryStore(database(), embedder_for(settings()), settings().vector_cache_bytes)
+    return MemoryStore(database(), embedder_for(settings()), settings().vector_cache_bytes, settings().lexical_cache_bytes)
 
 
 def progress() -> Progress:

@@ -41,7 +41,7 @@ from memory_bank.store import migrations
 from memory_bank.store.contention import DatabaseBusy, contention, writer_queue
 from memory_bank.store.search.backend import SearchBackend
 from memory_bank.store.search.backends.mysql import MysqlSearch
-from memory_bank.store.search import sqlite_vectors
+from memory_bank.store.search import changes, sqlite_vectors
 from memory_bank.store.search.backends.sqlite import SqliteSearch
 from memory_bank.store.search.semantic import VectorIndex
 from memory_bank.store.search.vector_cache import CachedVectors
@@ -161,6 +161,7 @@ def transaction(engine: Engine, *, write: bool = False) -> Iterator[Session]:
     try:
         with writer_queue(engine) if write else nullcontext(), Session(bind, expire_on_commit=False) as session, session.begin():
             yield session
+            changes.write(session)  # last before COMMIT: see store.search.changes
     except DBAPIError as exc:
         busy = contention(exc)
         if busy is not None:

@@ -64,6 +64,13 @@ class MemoryFilter:
     keypath_prefix: str | None = None
     include_superseded: bool = False
 
+    @property
+    def narrows(self) -> bool:
+        """Whether it admits fewer rows, or others, than the reader's live memories."""
+        return bool(self.tags) or self.include_superseded or any(
+            value is not None for value in (self.category, self.project_id, self.keypath_prefix)
+        )
+
     def clauses(self, principal: Principal, search: SearchBackend) -> list[ColumnElement[bool]]:
         where = [visible_to(principal), not_deleted() if self.include_superseded else current()]
         where += [search.has_tag(tag) for tag in dict.fromkeys(self.tags)]

@@ -47,6 +47,7 @@ from memory_bank.store.columns import ID_LENGTH, command_line_safe
 from memory_bank.store.database import transaction
 from memory_bank.store.filters import current, owned_by
 from memory_bank.store.idempotency import content_hash, content_key
+from memory_bank.store.search import changes
 from memory_bank.store.tables import MemoryRow
 
 #: Ids per IN (...) probe: well under every backend's bound-parameter limit.
@@ -334,6 +335,8 @@ def write_batch(session: Session, principal: Principal, batch: Sequence[Planned]
     _restore_content_keys(session, principal, missing)
     session.add_all(missing)
     session.flush()
+    retired = [p.retires for p in batch if p.retires is not None and p.id not in present]
+    changes.touch(session, principal.org_id, [*(row.pk for row in missing), *retired])
     return len(missing)
 
 

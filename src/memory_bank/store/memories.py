@@ -37,7 +37,9 @@ from memory_bank.store.filters import MemoryFilter, current, not_deleted, owned_
 from memory_bank.store.idempotency import content_hash, content_key, header_key
 from memory_bank.store.keyset import beyond, decode_cursor, encode_cursor, key_of, order
 from memory_bank.store.search.indexing import EMBEDDER_OPTION
+from memory_bank.store.search import changes
 from memory_bank.store.search.pipeline import MemorySearch
+from memory_bank.store.search.postings import OwnerPostings
 from memory_bank.store.search.semantic import Reader
 from memory_bank.store.tables import FeedbackRow, MemoryRow
 from memory_bank.textsearch.embeddings import Embedder
@@ -52,6 +54,7 @@ VERSIONED_FIELDS = (
 PUT_ATTEMPTS = 8
 #: What the in-process vector index may hold unless told (the setting's default).
 VECTOR_CACHE_BYTES = int(Settings.model_fields["vector_cache_mb"].default) * 2**20
+LEXICAL_CACHE_BYTES = int(Settings.model_fields["lexical_cache_mb"].default) * 2**20
 
 
 class ConcurrentChange(Conflict):
@@ -67,16 +70,22 @@ def _keypath_taken(keypath: str) -> Conflict:
 
 class MemoryStore:
     def __init__(
-        self, engine: Engine, embedder: Embedder | None = None, vector_cache_bytes: int = VECTOR_CACHE_BYTES
+        self,
+        engine: Engine,
+        embedder: Embedder | None = None,
+        vector_cache_bytes: int = VECTOR_CACHE_BYTES,
+        lexical_cache_bytes: int = LEXICAL_CACHE_BYTES,
     ) -> None:
         """``embedder`` (``search.semantic.embedder_for``) turns on the semantic half of search:
         rows inserted through this store get vectors (``store.search.indexing``), searches fuse them,
         finding the nearest through the backend's vector index (``vector_cache_bytes``: what an
-        in-process one may hold)."""
+        in-process one may hold). ``lexical_cache_bytes``: what the owners' postings may hold
+        (``store.search.postings``; 0: none, every search takes ``store.search.lexical``'s plan)."""
         self._engine = engine.execution_options(**{EMBEDDER_OPTION: embedder}) if embedder else engine
         self._search = search_backend(engine)
         vectors = vector_index(engine, vector_cache_bytes) if embedder else None
-        self._ranking = MemorySearch(self._search, embedder, vectors)
+        postings = OwnerPostings(lexical_cache_bytes) if lexical_cache_bytes else None
+        self._ranking = MemorySearch(self._search, embedder, vectors, postings)
 
     # -- create ---------------------------------------------------------------
 
@@ -158,6 +167,7 @@ class MemoryStore:
         )
         session.add(row)
         session.flush()
+        changes.touch(session, row.org_id, [row.pk])
         return row
 
     # -- read -----------------------------------------------------------------
@@ -230,7 +240,7 @@ class MemoryStore:
                 )
                 return [(row, 1.0) for row in session.scalars(statement)]
             reader = Reader(principal.org_id, principal.user_id, current_only=not where.include_superseded)
-            return self._ranking.search(session, reader, clauses, q, limit, min_score)
+            return self._ranking.search(session, reader, clauses, q, limit, min_score, filtered=where.narrows)
 
     # -- versions -------------------------------------------------------------
 
@@ -264,6 +274,7 @@ class MemoryStore:
         )
         if result.rowcount != 1:
             raise ConcurrentChange()
+        changes.touch(session, head.org_id, [head.pk])
 
     def delete(self, principal: Principal, memory_id: str) -> None:
         """Tombstone the head and free the chain's idempotency keys, header and content alike.

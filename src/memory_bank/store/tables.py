@@ -66,6 +66,35 @@ class MemoryRow(SQLModel, table=True):
     embedding: bytes | None = Field(default=None, sa_type=sa.LargeBinary)
 
 
+class MemoryRevisionRow(SQLModel, table=True):
+    """How many write transactions have changed an organisation's memories: what a replica's
+    search postings (``store.search.postings``) compare theirs with before each search.
+
+    Bumped by every transaction that inserts or stamps memory rows, as its last statement
+    before COMMIT (``store.search.changes``), so its row lock orders the org's writers by
+    commit and the revision numbers their changes in that order.
+    """
+
+    __tablename__ = "memory_revision"
+
+    org_id: str = Field(max_length=128, primary_key=True)
+    revision: int = Field(default=0, sa_type=sa.BigInteger)
+
+
+class MemoryChangeRow(SQLModel, table=True):
+    """The memory rows one write transaction inserted or stamped (superseded, deleted), by
+    the org revision it committed: a replica brings its postings up to date by reading the
+    changes after its own revision and those rows, never the owner's other rows. Old
+    changes are pruned; a replica further behind than what is kept reloads the owner."""
+
+    __tablename__ = "memory_change"
+
+    org_id: str = Field(max_length=128, primary_key=True)
+    revision: int = Field(primary_key=True, sa_type=sa.BigInteger, sa_column_kwargs={"autoincrement": False})
+    #: The rows' pks, space-separated.
+    pks: str = Field(sa_type=sa.Text)
+
+
 class TokenRow(SQLModel, table=True):
     """A bearer token, known only by its sha256: a database leak yields no usable token.
 

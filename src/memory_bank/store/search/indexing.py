@@ -31,7 +31,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
-from memory_bank.store.search import semantic
+from memory_bank.store.search import changes, semantic
 from memory_bank.store.search.text import search_text
 from memory_bank.store.tables import MemoryRow
 from memory_bank.textsearch.embeddings import Embedder
@@ -89,8 +89,12 @@ def backfill(connection: Connection) -> int:
     pending = _inputs_where_missing("search_text").limit(BACKFILL_BATCH)
     update = _set_by_pk("search_text")
     filled = 0
-    while rows := connection.execute(pending).all():
-        connection.execute(update, [{"row_pk": pk, "value": search_text(c, t or (), x or ())} for pk, c, t, x in rows])
+    while rows := connection.execute(pending.add_columns(col(MemoryRow.org_id))).all():
+        connection.execute(update, [{"row_pk": pk, "value": search_text(c, t or (), x or ())} for pk, c, t, x, _ in rows])
+        touched: dict[str, list[int]] = {}
+        for pk, *_, org_id in rows:
+            touched.setdefault(org_id, []).append(pk)
+        changes.record(connection, connection.dialect.name, touched)  # replicas' postings hold the old text
         filled += len(rows)
     return filled
 

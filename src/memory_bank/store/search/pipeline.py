@@ -1,6 +1,7 @@
 """A search from query to ranked rows: lexical, then semantic fusion, then feedback.
 
-1. lexical hits and scores (``lexical``) for the query's terms;
+1. lexical hits and scores for the query's terms: from the owner's postings kept in the
+   process (``postings``), or, for an owner too large to hold, by ``lexical``'s plan;
 2. with an embedder, the ``semantic.NEIGHBOURS`` rows closest to the query (found
    through the backend's vector index, ``semantic.nearest``) join them, and every candidate's score becomes the fusion of both signals
    (``textsearch.fusion``); a row the other signal did not find counts 0 there;
@@ -13,6 +14,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import sqlalchemy as sa
 from sqlalchemy import ColumnElement
@@ -22,6 +24,7 @@ from memory_bank.store.search import semantic
 from memory_bank.store.search.backend import SearchBackend
 from memory_bank.store.search.boosts import context, feedback
 from memory_bank.store.search.lexical import lexical, sample_cache
+from memory_bank.store.search.postings import OwnerPostings
 from memory_bank.store.search.text import query_terms
 from memory_bank.store.tables import MemoryRow
 from memory_bank.textsearch.embeddings import Embedder
@@ -33,11 +36,16 @@ FEEDBACK_DEPTH = 3
 
 class MemorySearch:
     def __init__(
-        self, backend: SearchBackend, embedder: Embedder | None = None, vectors: semantic.VectorIndex | None = None
+        self,
+        backend: SearchBackend,
+        embedder: Embedder | None = None,
+        vectors: semantic.VectorIndex | None = None,
+        postings: OwnerPostings | None = None,
     ) -> None:
         self._backend = backend
         self._embedder = embedder
         self._vectors = vectors
+        self._postings = postings
         self._samples = sample_cache()
 
     def search(
@@ -48,11 +56,14 @@ class MemorySearch:
         q: str,
         limit: int,
         min_score: float,
+        *,
+        filtered: bool = True,
     ) -> list[tuple[MemoryRow, float]]:
         """The best ``limit`` rows for ``q`` with scores in [0, 1]; none when nothing matches.
-        ``where`` selects the searched rows, all of them visible to ``reader``."""
+        ``where`` selects the searched rows, all of them visible to ``reader``; unless
+        ``filtered``, exactly the live rows the reader may see."""
         terms = query_terms(q)
-        scores = lexical(session, self._backend, where, terms, 10 * limit, self._samples) if terms else {}
+        scores = self._lexical(session, reader, where, terms, 10 * limit, filtered) if terms else {}
         if self._embedder is not None:
             scores = self._fused(session, reader, where, q, scores)
         if not scores:
@@ -65,6 +76,7 @@ class MemorySearch:
         created, origins = {}, {}
         for pk, created_at, contexts in session.execute(facts):
             created[pk], origins[pk] = created_at, context.origins(contexts)
+        best = [pk for pk in best if pk in created]  # postings a moment newer than this transaction's reads
         scores = context.boosted({pk: scores[pk] for pk in best}, origins)
         votes = feedback.net_votes(session, best)
         final = {pk: feedback.boosted(scores[pk], votes[pk]) if pk in votes else scores[pk] for pk in best}
@@ -73,6 +85,24 @@ class MemorySearch:
         page = sorted(kept, key=lambda pk: (final[pk], created[pk], pk), reverse=True)[:limit]
         rows = {row.pk: row for row in session.scalars(sa.select(MemoryRow).where(col(MemoryRow.pk).in_(page)))}
         return [(rows[pk], final[pk]) for pk in page]
+
+    def _lexical(
+        self,
+        session: Session,
+        reader: semantic.Reader,
+        where: Sequence[ColumnElement[bool]],
+        terms: Sequence[str],
+        bound: int,
+        filtered: bool,
+    ) -> dict[int, float]:
+        """The lexical scores, from the owner's postings when this replica can hold them."""
+        if self._postings is not None:
+            pks = sa.select(col(MemoryRow.pk)).where(*where)
+            admitted = cast("list[int]", list(session.scalars(pks))) if filtered else None
+            found = self._postings.scores(session, reader, terms, bound, admitted)
+            if found is not None:
+                return found
+        return lexical(session, self._backend, where, terms, bound, self._samples)
 
     def _fused(
         self,
