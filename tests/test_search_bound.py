@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 import sqlalchemy as sa
@@ -27,6 +25,7 @@ from memory_bank.store.search import lexical
 from memory_bank.store.search.text import MAX_TERMS, query_terms
 from memory_bank.textsearch.tokenize import MEMORY_STOPWORDS
 from support import backends
+from support.statements import statements
 
 EVERYTHING = MemoryFilter()
 
@@ -61,21 +60,6 @@ queries = st.builds(
     st.integers(1, 20),
 )
 organisations = itertools.count()
-
-
-@contextmanager
-def statements(engine: Engine) -> Iterator[list[str]]:
-    """The SQL statements run on ``engine`` inside the block."""
-    seen: list[str] = []
-
-    def record(_conn, _cursor, statement: str, *_args) -> None:  # type: ignore[no-untyped-def]
-        seen.append(statement)
-
-    sa.event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        sa.event.remove(engine, "before_cursor_execute", record)
 
 
 def questions_of(seen: list[str]) -> list[str]:

@@ -60,6 +60,9 @@ Partition = tuple[str, str | None]
 MAX_SEGMENTS = 8
 #: The fewest bytes a row can cost (pk, length, flag, one posting): bounds a partition's first read.
 _ROW_BYTES_AT_LEAST = 24
+#: What a block costs beside its arrays (its objects, its place in the LRU): so that empty
+#: partitions count against the budget too.
+_BLOCK_BYTES = 1024
 #: Seconds a partition found larger than the budget is left to ``lexical`` before it is tried again.
 TOO_LARGE_SECONDS = 300.0
 
@@ -181,7 +184,7 @@ class _Block:
 
     @property
     def nbytes(self) -> int:
-        return sum(s.nbytes for s in self.segments)
+        return _BLOCK_BYTES + sum(s.nbytes for s in self.segments)
 
     def applied(self, revision: int, rows: Sequence[Row]) -> _Block | None:
         """This block with ``rows`` (changed rows of its partition) applied; None when a held
