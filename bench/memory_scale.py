@@ -18,7 +18,14 @@ Printed per backend:
   ``postMemory`` does) from ``--writers`` threads at once, and from one thread;
 * search latency p50/p95/p99 and max (wall; and process CPU per search, which excludes the
   database server's own CPU on MariaDB) of ``MemoryStore.search`` with limit 10 for
-  1-5-word queries drawn from the org's own memories, overall and by query length;
+  1-5-word queries drawn from the org's own memories, overall and by query length, once
+  each org's postings are held (``search_ms_*``); the first pass over the same queries,
+  whose first search of each org loads them (``first_search_ms_*``); and the same queries
+  by a store that holds none (``unheld_search_ms_*``, ``lexical``'s plan: the baseline, in
+  the same process on the same data; ``unheld_over_held_p50``), ``postings_mb`` held;
+* ``top10_agreement``: share of the top 10 shared with the exact owner-local BM25 (every
+  searched row read and counted afresh) over ``AGREEMENT_QUERIES`` queries, and
+  ``unheld_top10_agreement`` for the plan without postings (which samples large owners);
 * the worst case beside it: the same figures for adversarial queries (``ADVERSARIAL``
   kinds: 32 one- and two-letter terms the org's memories hold, short terms mixed with
   words, stopwords around short terms, 2,000 characters of the org's prose, 100 distinct
@@ -40,7 +47,8 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -55,6 +63,7 @@ from memory_backends import EVERYTHING, SEED, batch_records, conversations, mysq
 
 from memory_bank.settings import Settings  # noqa: E402
 from memory_bank.store import MemoryStore, open_database  # noqa: E402
+from memory_bank.store.search import lexical  # noqa: E402
 from memory_bank.store.search.text import query_terms  # noqa: E402
 from memory_bank.textsearch.tokenize import MEMORY_STOPWORDS  # noqa: E402
 
@@ -64,6 +73,8 @@ CHUNK = 100
 WRITES = 2000
 #: Adversarial queries per kind.
 ADVERSARIAL = 20
+#: Queries whose top 10 are compared with the exact owner-local ranking (a full recount each).
+AGREEMENT_QUERIES = 100
 #: Longest query the API accepts (``getMemorySearch`` q).
 QUERY_CHARS = 2000
 
@@ -158,6 +169,37 @@ def search_figures(timings: Sequence[tuple[int, float, float]]) -> dict[str, Any
     return {**summary([w for _, w, _ in timings], "search_ms"), **summary([c for _, _, c in timings], "search_cpu_ms"), **by_length}
 
 
+def agreement(engine: sa.engine.Engine, store: MemoryStore, unheld: MemoryStore, picked: Sequence[tuple[int, str]]) -> dict[str, float]:
+    """Top-10 agreement with the exact owner-local BM25 (every searched row read and counted
+    afresh, however large the owner): of the postings, and of the plan without them (which
+    samples owners over ``lexical.SCAN_ROWS``)."""
+    exact: dict[tuple[int, str], list[str]] = {}
+    with _scanning_everything():
+        recount = MemoryStore(engine, lexical_cache_bytes=0)
+        for org, q in picked:
+            exact[org, q] = [row.id for row, _ in recount.search(principal(org), EVERYTHING, q, 10)]
+
+    def share(searcher: MemoryStore) -> float:
+        shares = []
+        for org, q in picked:
+            got = [row.id for row, _ in searcher.search(principal(org), EVERYTHING, q, 10)]
+            want = exact[org, q]
+            shares.append(len(set(got) & set(want)) / max(len(want), len(got), 1))
+        return round(statistics.mean(shares), 4)
+
+    return {"top10_agreement": share(store), "unheld_top10_agreement": share(unheld)}
+
+
+@contextmanager
+def _scanning_everything() -> Iterator[None]:
+    saved = lexical.SCAN_ROWS, lexical.SAMPLE_ROWS
+    lexical.SCAN_ROWS = lexical.SAMPLE_ROWS = 10**9
+    try:
+        yield
+    finally:
+        lexical.SCAN_ROWS, lexical.SAMPLE_ROWS = saved
+
+
 def size_mb(engine: sa.engine.Engine) -> dict[str, float]:
     """Table data, its B-tree indexes and the full-text index, in MB."""
     with engine.connect() as connection:
@@ -202,8 +244,12 @@ def bench_backend(
 
     rate = load(store, corpus, progress)
     load_cpu = time.process_time() - cpu_started
+    first = latencies(store, picked)  # each org's first search loads its postings
     timings = latencies(store, picked)
     worst = worst_case_figures(store, attacks)
+    unheld = MemoryStore(engine, lexical_cache_bytes=0)
+    unheld_timings = latencies(unheld, picked)
+    held = store._ranking._postings  # noqa: SLF001  (what the process holds)
     result = {
         "backend": name,
         "memories": total,
@@ -212,6 +258,11 @@ def bench_backend(
         f"writes_per_s_{writers}_writers": round(writes_per_second(store, len(corpus), writers)),
         "writes_per_s_1_writer": round(writes_per_second(store, len(corpus), 1)),
         **search_figures(timings),
+        **summary([w for _, w, _ in first], "first_search_ms"),
+        **summary([w for _, w, _ in unheld_timings], "unheld_search_ms"),
+        "unheld_over_held_p50": round(statistics.median([w for _, w, _ in unheld_timings]) / statistics.median([w for _, w, _ in timings]), 2),
+        "postings_mb": round((held.held if held else 0) / 2**20, 1),
+        **agreement(engine, store, unheld, picked[:AGREEMENT_QUERIES]),
         **worst,
         **size_mb(engine),
     }

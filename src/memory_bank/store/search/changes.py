@@ -19,6 +19,7 @@ The log keeps the last ``KEPT`` changes of each org (older ones are pruned every
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql, sqlite
@@ -64,15 +65,18 @@ def record(executor: Session | Connection, dialect: str, touched: Mapping[str, I
 
 
 def _bump(executor: Session | Connection, dialect: str, org_id: str) -> int:
+    """The org's next revision, taken in one statement (it is on every save's path)."""
     table: sa.Table = MemoryRevisionRow.__table__  # type: ignore[attr-defined]
     if dialect == "sqlite":
-        upsert: sa.Insert = sqlite.insert(table).on_conflict_do_update(
-            index_elements=["org_id"], set_={"revision": table.c.revision + 1}
-        )
-    else:
-        upsert = mysql.insert(table).on_duplicate_key_update(revision=table.c.revision + 1)
-    executor.execute(upsert.values(org_id=org_id, revision=1))
-    return current(executor, org_id)
+        upsert = sqlite.insert(table).values(org_id=org_id, revision=1)
+        returning = upsert.on_conflict_do_update(index_elements=["org_id"], set_={"revision": table.c.revision + 1})
+        return int(executor.execute(returning.returning(table.c.revision)).scalar_one())
+    # MariaDB has no RETURNING on an upsert; LAST_INSERT_ID(x) hands x back as the statement's
+    # insert id. A first insert has none (0: the table has no auto-increment): revision 1.
+    bump = mysql.insert(table).values(org_id=org_id, revision=1)
+    bump = bump.on_duplicate_key_update(revision=sa.func.last_insert_id(table.c.revision + 1))
+    result: sa.CursorResult[Any] = executor.execute(bump)  # type: ignore[assignment]
+    return int(result.lastrowid or 1)
 
 
 def current(session: Session | Connection, org_id: str) -> int:
