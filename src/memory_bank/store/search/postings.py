@@ -18,6 +18,15 @@ being live. Texts never change after insert, so nothing else can go stale, and a
 a change twice is harmless. A replica too far behind the log, or one that sees the
 revision go back, reloads the partition.
 
+What one search may cost the database, whatever the query (``text.query_terms`` cuts it to
+``MAX_TERMS`` distinct terms first), besides the reads by pk of at most ``max(3 * limit, 30)``
+rows that rank the page (``pipeline``): the revision (one row by primary key); when the org
+changed since this replica's last search, the log rows in between (at most
+``changes.KEPT``) and the rows they name, by pk; when the replica holds no partition yet,
+or is further behind than the log, one read of the partition's ``(pk, search_text)``
+rows. No full-text index question, no ``LIKE``, and nothing per query term: the cost of
+the terms is numpy's, over postings in memory.
+
 Searches with filters (tags, category, project, keypath prefix, every version) read the
 pks their WHERE clause admits (ints, the filtered rows only) and count over those rows.
 
