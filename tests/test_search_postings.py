@@ -9,6 +9,7 @@ what one writes, the other's next search must see, with the same scores.
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Callable
 
 import pytest
@@ -191,3 +192,33 @@ def test_segments_are_merged_and_stay_exact(
     for n in range(12):
         store.create(ann, {"content": f"garden {WORDS[n % 10]} {n}"})
         assert ranking(store, ann, "garden river") == ranking(recount, ann, "garden river")
+
+
+def test_writers_at_once_each_take_a_revision_and_a_searching_replica_ends_exact(
+    engine: Engine, make_principal: Callable[..., Principal]
+) -> None:
+    """Saves from several threads at once, another replica searching meanwhile: every save's
+    transaction takes its own revision (none lost, none twice) and the reader ends exact."""
+    ann = make_principal(f"post{next(organisations)}", "ann")
+    writer, reader = MemoryStore(engine), MemoryStore(engine)
+    failures: list[BaseException] = []
+
+    def work(thread: int) -> None:
+        try:
+            for n in range(12):
+                writer.create(ann, {"content": f"garden {WORDS[(thread + n) % 10]} thread {thread} note {n}"})
+                reader.search(ann, EVERYTHING, "garden note", 10)
+        except BaseException as exc:  # reported below, with the thread's traceback lost only if it is not
+            failures.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    with engine.connect() as connection:
+        revision = connection.execute(sa.text("SELECT revision FROM memory_revision WHERE org_id = :o"), {"o": ann.org_id})
+        assert revision.scalar_one() == 48
+    for q in ("garden note", "thread 2 note 7", "kayak river"):
+        assert ranking(reader, ann, q) == ranking(MemoryStore(engine, lexical_cache_bytes=0), ann, q)
