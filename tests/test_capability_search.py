@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memory_bank.capabilities.ranking import method_intent, request_steps
 from memory_bank.capabilities.ranking.fields import fields
@@ -60,11 +62,27 @@ CATALOG = [
         ("/api/v3/PublicHolidays/{countryCode}", ["api", "v", "3", "public", "holidays", "country", "code"]),
         ("snake_case-and.dots", ["snake", "case", "and", "dots"]),
         ("HTTPServer", ["http", "server"]),
+        ("generate GUIDs", ["generate", "guids"]),
+        ("listAPIsForUser", ["list", "apis", "for", "user"]),
+        ("HTTPSettings", ["http", "settings"]),
         ("", []),
     ],
 )
 def test_split_words_breaks_identifiers_paths_and_acronyms(text: str, words: list[str]) -> None:
     assert split_words(text) == words
+
+
+@given(
+    st.text(st.characters(min_codepoint=ord("a"), max_codepoint=ord("z")), max_size=8),
+    st.text(st.characters(min_codepoint=ord("A"), max_codepoint=ord("Z")), min_size=2, max_size=6),
+    st.sampled_from(["", "For", "ById"]),
+)
+def test_an_acronym_s_plural_stays_one_word(before: str, acronym: str, after: str) -> None:
+    """"GUIDs" is the plural of GUID, not "GUI" + "Ds": a request's "generate GUIDs" must
+    meet ``BulkGenerateGuids``, whatever the acronym and what is glued around it."""
+    words = split_words(before + acronym + "s" + after)
+    assert f"{acronym.lower()}s" in words
+    assert words[-len(split_words(after)) or len(words) :] == split_words(after)
 
 
 def test_split_words_handles_non_ascii_camel_case() -> None:
