@@ -295,19 +295,26 @@ def test_packaged_model_loads_offline() -> None:
     assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2])
 
 
-def test_toolalpaca_keeps_its_measured_level() -> None:
-    """Regression guard a little under the measured figures (hit@5 0.990, final@1 0.792,
-    MRR 0.888); the plain-BM25 floor is 0.89 / 0.60 / 0.75. The eval prints every metric."""
-    need("the ToolAlpaca guard", (TOOLALPACA / "queries.jsonl").exists(), f"eval data not found at {TOOLALPACA}")
+@pytest.mark.parametrize(
+    ("source", "floors"),
+    [
+        # measured hit@5 0.990, final@1 0.792, MRR 0.888; the plain-BM25 floor is 0.89 / 0.60 / 0.75
+        ("toolalpaca", {"hit@5": 0.97, "final@1": 0.77, "mrr": 0.87}),
+        # measured hit@5 0.946, MRR 0.879 (0.934 / 0.865 while "GUIDs" split into "gui" + "ds")
+        ("toolbench", {"hit@5": 0.94, "mrr": 0.87}),
+    ],
+)
+def test_vendor_sources_keep_their_measured_level(source: str, floors: dict[str, float]) -> None:
+    """Regression guard a little under the measured figures; the eval prints every metric."""
+    root = TOOLALPACA.parent / source
+    need(f"the {source} guard", (root / "queries.jsonl").exists(), f"eval data not found at {root}")
     sys.path.insert(0, str(ROOT / "evals"))
     from capability_search import evaluate, load_catalog, memory_bank_ranker, read_queries
 
-    queries = read_queries(TOOLALPACA / "queries.jsonl")
-    rank, _ = memory_bank_ranker(load_catalog(TOOLALPACA, sorted({q.spec for q in queries})))
+    queries = read_queries(root / "queries.jsonl")
+    rank, _ = memory_bank_ranker(load_catalog(root, sorted({q.spec for q in queries})))
     metrics = evaluate(queries, rank, k=5)
-    assert metrics["hit@5"] >= 0.97, metrics
-    assert metrics["final@1"] >= 0.77, metrics
-    assert metrics["mrr"] >= 0.87, metrics
+    assert all(metrics[name] >= floor for name, floor in floors.items()), metrics
 
 
 PROFILE_API = [
