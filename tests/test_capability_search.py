@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memory_bank.capabilities.ranking import method_intent, request_steps
 from memory_bank.capabilities.ranking.fields import fields
@@ -60,11 +62,27 @@ CATALOG = [
         ("/api/v3/PublicHolidays/{countryCode}", ["api", "v", "3", "public", "holidays", "country", "code"]),
         ("snake_case-and.dots", ["snake", "case", "and", "dots"]),
         ("HTTPServer", ["http", "server"]),
+        ("generate GUIDs", ["generate", "guids"]),
+        ("listAPIsForUser", ["list", "apis", "for", "user"]),
+        ("HTTPSettings", ["http", "settings"]),
         ("", []),
     ],
 )
 def test_split_words_breaks_identifiers_paths_and_acronyms(text: str, words: list[str]) -> None:
     assert split_words(text) == words
+
+
+@given(
+    st.text(st.characters(min_codepoint=ord("a"), max_codepoint=ord("z")), max_size=8),
+    st.text(st.characters(min_codepoint=ord("A"), max_codepoint=ord("Z")), min_size=2, max_size=6),
+    st.sampled_from(["", "For", "ById"]),
+)
+def test_an_acronym_s_plural_stays_one_word(before: str, acronym: str, after: str) -> None:
+    """"GUIDs" is the plural of GUID, not "GUI" + "Ds": a request's "generate GUIDs" must
+    meet ``BulkGenerateGuids``, whatever the acronym and what is glued around it."""
+    words = split_words(before + acronym + "s" + after)
+    assert f"{acronym.lower()}s" in words
+    assert words[-len(split_words(after)) or len(words) :] == split_words(after)
 
 
 def test_split_words_handles_non_ascii_camel_case() -> None:
@@ -277,19 +295,26 @@ def test_packaged_model_loads_offline() -> None:
     assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2])
 
 
-def test_toolalpaca_keeps_its_measured_level() -> None:
-    """Regression guard a little under the measured figures (hit@5 0.990, final@1 0.792,
-    MRR 0.888); the plain-BM25 floor is 0.89 / 0.60 / 0.75. The eval prints every metric."""
-    need("the ToolAlpaca guard", (TOOLALPACA / "queries.jsonl").exists(), f"eval data not found at {TOOLALPACA}")
+@pytest.mark.parametrize(
+    ("source", "floors"),
+    [
+        # measured hit@5 0.990, final@1 0.792, MRR 0.888; the plain-BM25 floor is 0.89 / 0.60 / 0.75
+        ("toolalpaca", {"hit@5": 0.97, "final@1": 0.77, "mrr": 0.87}),
+        # measured hit@5 0.946, MRR 0.879 (0.934 / 0.865 while "GUIDs" split into "gui" + "ds")
+        ("toolbench", {"hit@5": 0.94, "mrr": 0.87}),
+    ],
+)
+def test_vendor_sources_keep_their_measured_level(source: str, floors: dict[str, float]) -> None:
+    """Regression guard a little under the measured figures; the eval prints every metric."""
+    root = TOOLALPACA.parent / source
+    need(f"the {source} guard", (root / "queries.jsonl").exists(), f"eval data not found at {root}")
     sys.path.insert(0, str(ROOT / "evals"))
     from capability_search import evaluate, load_catalog, memory_bank_ranker, read_queries
 
-    queries = read_queries(TOOLALPACA / "queries.jsonl")
-    rank, _ = memory_bank_ranker(load_catalog(TOOLALPACA, sorted({q.spec for q in queries})))
+    queries = read_queries(root / "queries.jsonl")
+    rank, _ = memory_bank_ranker(load_catalog(root, sorted({q.spec for q in queries})))
     metrics = evaluate(queries, rank, k=5)
-    assert metrics["hit@5"] >= 0.97, metrics
-    assert metrics["final@1"] >= 0.77, metrics
-    assert metrics["mrr"] >= 0.87, metrics
+    assert all(metrics[name] >= floor for name, floor in floors.items()), metrics
 
 
 PROFILE_API = [

@@ -62,7 +62,8 @@ _STEMMER = snowballstemmer.stemmer("english")
 @lru_cache(maxsize=65536)
 def _words_of_run(run: str) -> tuple[str, ...]:
     """``IPAddress`` -> ``("ip", "address")``: a new word starts at a lower->upper step, and
-    at the last capital of an acronym that a lower-case letter follows (any script).
+    at the last capital of an acronym that a lower-case letter follows (any script), except
+    the plural ``s`` of an acronym (``GUIDs``, ``listAPIsForUser``), which ends the acronym.
 
     Cached: specs repeat the same identifiers and words thousands of times.
     """
@@ -71,9 +72,14 @@ def _words_of_run(run: str) -> tuple[str, ...]:
     starts = [0] + [
         i
         for i in range(1, len(run))
-        if run[i].isupper() and (run[i - 1].islower() or (i + 1 < len(run) and run[i + 1].islower()))
+        if run[i].isupper() and (run[i - 1].islower() or (i + 1 < len(run) and run[i + 1].islower() and not _plural_s(run, i + 1)))
     ]
     return tuple(run[a:b].lower() for a, b in zip(starts, starts[1:] + [len(run)]))
+
+
+def _plural_s(run: str, i: int) -> bool:
+    """Whether ``run[i]`` is a lone ``s`` ending the run or followed by a capital: an acronym's plural."""
+    return run[i] == "s" and (i + 1 == len(run) or run[i + 1].isupper())
 
 
 def split_words(text: str) -> list[str]:
