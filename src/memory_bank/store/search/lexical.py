@@ -1,6 +1,8 @@
-"""Lexical candidates and their scores: one plan, the same on every backend.
+"""Lexical candidates and their scores for owners whose postings this replica does not hold.
 
-A search reads the ``search_text`` of the rows it ranges over (its WHERE clause:
+Most searches rank from the owner's postings kept in the process (``postings``); this plan
+serves the others: a partition larger than the whole postings budget, or a replica run with
+a budget of 0. It is the same on every backend. A search reads the ``search_text`` of the rows it ranges over (its WHERE clause:
 owner, version, filters), at most ``SAMPLE_ROWS + 1`` of them:
 
 * when that is all of them and no more than ``SCAN_ROWS`` (the common case: one user's
