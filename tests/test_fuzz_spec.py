@@ -37,7 +37,7 @@ from support.mcp_live import live_server
 EXAMPLES = int(os.environ.get("MEMORY_BANK_FUZZ_EXAMPLES", "25"))
 SEED_KEYPATH = "fuzz.seed"
 #: The negative-input statuses schemathesis accepts by default, plus 413: the spec
-#: answers content and lists over their bounds with payload_too_large.
+#: answers a body over its byte cap with payload_too_large.
 REJECTION_STATUSES = [400, 401, 403, 404, 405, 406, 409, 413, 415, 422, 428, 429]
 
 schemathesis.serializer.alias("application/x-ndjson", "text/plain")
