@@ -43,3 +43,15 @@ def test_only_a_body_over_its_byte_cap_is_413(admin: TestClient) -> None:
     padded = b'{"name": "x", "permissions": ["memory:read"]}' + b" " * 10_000
     response = admin.post("/v1/admin/tokens", content=padded, headers={"Content-Type": "application/json"})
     assert response.status_code == 413 and response.json()["code"] == "payload_too_large"
+
+
+@pytest.mark.parametrize(
+    ("permissions", "message"),
+    [(["memory:read", "memory:read"], "item 1 repeats item 0"), (["memory:write", "memory:read", "memory:write"], "item 2 repeats item 0")],
+)
+def test_a_repeated_permission_is_422_not_dropped(admin: TestClient, permissions: list[str], message: str) -> None:
+    response = admin.post("/v1/admin/tokens", json={"name": "x", "permissions": permissions})
+    assert response.status_code == 422, response.text
+    assert response.json()["code"] == "invalid_params"
+    assert [(e["field"], e["rule"], e["message"]) for e in response.json()["errors"]] == [("/body/permissions", "uniqueItems", message)]
+    assert admin.get("/v1/admin/tokens").status_code == 200

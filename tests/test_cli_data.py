@@ -243,3 +243,8 @@ def test_agent_reactivate_lets_a_deactivated_agent_write_again(run: Run) -> None
     assert reactivated.exit_code == 0 and "reactivated" in reactivated.stderr
     assert agents.find("acme", agent.id).active is True  # type: ignore[union-attr]
     assert run("agent", "reactivate", "nobody", "--org", "acme").exit_code == 1
+
+
+def test_token_create_refuses_a_repeated_permission(run: Run) -> None:
+    repeated = run("token", "create", "--org", "acme", "--user", "ada", "--permissions", "memory:read,memory:read")
+    assert repeated.exit_code == 2 and "given more than once: memory:read" in repeated.stderr and not repeated.stdout

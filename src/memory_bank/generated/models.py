@@ -6,7 +6,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 
@@ -30,6 +38,19 @@ def _whole_number(value: Any) -> Any:
 
 
 JsonInt = Annotated[int, BeforeValidator(_whole_number)]
+
+
+def _unique_items(items: list[Any]) -> list[Any]:
+    """JSON Schema's ``uniqueItems``: a repeated item is refused, never dropped."""
+    for index, item in enumerate(items):
+        first = next(n for n, seen in enumerate(items) if type(seen) is type(item) and seen == item)
+        if first != index:
+            raise PydanticCustomError(
+                "unique_items",
+                "item {index} repeats item {first}",
+                {"index": index, "first": first},
+            )
+    return items
 
 
 MemoryId = Annotated[
@@ -447,7 +468,9 @@ class TokenCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: Name = Field(description="What the token is for.")
-    permissions: list[Permission] = Field(min_length=1, max_length=3)
+    permissions: Annotated[list[Permission], AfterValidator(_unique_items)] = Field(
+        min_length=1, max_length=3
+    )
     user_id: OwnerId | None = Field(
         default=None,
         description="The user the token acts as; yourself when left out.",
