@@ -8,6 +8,7 @@ is kept for a body with more bytes than its schema admits).
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from fastapi import FastAPI
@@ -55,3 +56,49 @@ def test_a_repeated_permission_is_422_not_dropped(admin: TestClient, permissions
     assert response.json()["code"] == "invalid_params"
     assert [(e["field"], e["rule"], e["message"]) for e in response.json()["errors"]] == [("/body/permissions", "uniqueItems", message)]
     assert admin.get("/v1/admin/tokens").status_code == 200
+
+
+#: Ids that would list exactly like ``ci`` (or like each other), one per kind of trick.
+LOOKALIKES = [
+    "c\u200bi",  # zero-width space (Cf)
+    "\u202eic",  # right-to-left override (Cf)
+    "ci\ufeff",  # byte order mark (Cf)
+    "ci\U000e0001",  # language tag, beyond the BMP: only the handler sees it
+    "c\u3164i",  # Hangul filler: a letter that shows as nothing
+    "c\u00a0i",  # no-break space
+    "ｃｉ",  # fullwidth: not NFKC
+    "cafe\u0301",  # e + combining acute beside the precomposed é: not NFKC
+]
+
+
+@pytest.mark.parametrize("value", LOOKALIKES)
+@pytest.mark.parametrize("field", ["user_id", "agent_id"])
+def test_an_id_with_an_invisible_or_lookalike_character_is_422_naming_the_field(
+    admin: TestClient, field: str, value: str
+) -> None:
+    response = admin.post("/v1/admin/tokens", json={"name": "x", "permissions": ["memory:read"], field: value})
+    assert response.status_code == 422, response.text
+    assert response.json()["code"] == "invalid_params"
+    assert fields(response) == [(f"/body/{field}", "pattern")]
+    assert admin.get("/v1/admin/agents").json()["items" if "items" in admin.get("/v1/admin/agents").json() else "agents"] == []
+
+
+@pytest.mark.parametrize("value", ["c\u200bi", "ci\U000e0001"])
+@pytest.mark.parametrize("action", ["deactivate", "reactivate"])
+def test_an_agent_path_id_with_an_invisible_character_is_422(admin: TestClient, value: str, action: str) -> None:
+    response = admin.post(f"/v1/admin/agents/{quote(value)}/{action}")
+    assert response.status_code == 422, response.text
+    assert fields(response) == [("/path/agent_id", "pattern")]
+
+
+def test_ids_in_other_scripts_and_inner_spaces_are_still_ids(admin: TestClient) -> None:
+    for value in ["日本語", "café", "ci runner", "Ωmega-7"]:
+        response = admin.post("/v1/admin/tokens", json={"name": "x", "permissions": ["memory:read"], "user_id": value})
+        assert response.status_code == 201, response.text
+        assert response.json()["token"]["user_id"] == value
+
+
+@pytest.mark.parametrize("name", ["evil\u202etxt.exe", "a\u2066b"])
+def test_a_name_with_a_bidirectional_override_is_422(admin: TestClient, name: str) -> None:
+    response = admin.post("/v1/admin/agents", json={"name": name})
+    assert response.status_code == 422 and fields(response) == [("/body/name", "pattern")]

@@ -248,3 +248,17 @@ def test_agent_reactivate_lets_a_deactivated_agent_write_again(run: Run) -> None
 def test_token_create_refuses_a_repeated_permission(run: Run) -> None:
     repeated = run("token", "create", "--org", "acme", "--user", "ada", "--permissions", "memory:read,memory:read")
     assert repeated.exit_code == 2 and "given more than once: memory:read" in repeated.stderr and not repeated.stdout
+
+
+@pytest.mark.parametrize(("option", "kind"), [("--user", "user"), ("--agent", "agent"), ("--org", "org")])
+@pytest.mark.parametrize("value", ["c\u200bi", "ci\U000e0001", "ｃｉ"])
+def test_token_create_refuses_an_id_with_an_invisible_or_lookalike_character(run: Run, option: str, kind: str, value: str) -> None:
+    options = {"--org": "acme", "--user": "ada", "--agent": "laptop", option: value}
+    made = run("token", "create", *[part for pair in options.items() for part in pair], "--permissions", "memory:read")
+    assert made.exit_code == 2 and f"the {kind} id" in made.stderr and not made.stdout
+    assert "No live tokens" in run("token", "list").stderr
+
+
+def test_agent_deactivate_refuses_an_id_with_an_invisible_character(run: Run) -> None:
+    refused = run("agent", "deactivate", "lap\u200btop")
+    assert refused.exit_code == 2 and "U+200B" in refused.stderr

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from memory_bank.cli.console import ID_ARGUMENT, database, highlighted_stderr
+from memory_bank.cli.console import ID_ARGUMENT, checked_id, database, highlighted_stderr
 from memory_bank.store.agents import AgentStore
 
 agent_app = typer.Typer(help="Agents: who writes on a user's behalf.", no_args_is_help=True)
@@ -37,6 +37,8 @@ def agent_create(
 
 
 def _set_active(agent_id: str, org: str | None, *, active: bool) -> None:
+    checked_id("agent", agent_id)
+    checked_id("org", org)
     store = _agents()
     matched = (store.reactivate if active else store.deactivate)(agent_id, org)
     if not matched:

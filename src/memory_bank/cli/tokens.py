@@ -18,6 +18,7 @@ from rich.table import Table
 
 from memory_bank.cli.console import (
     ID_ARGUMENT,
+    checked_id,
     database,
     fail,
     highlighted_stderr,

@@ -49,8 +49,20 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
                 min_length=1,
                 max_length=128,
                 pattern=(
-                    "^[^\\s\\x00-\\x1f\\x7f-\\x9f](?:[^\\x00-\\x1f\\x7f-\\x9f]*"
-                    "[^\\s\\x00-\\x1f\\x7f-\\x9f])?$"
+                    "^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u0600-\\u0605"
+                    "\\u061c\\u06dd\\u070f\\u0890\\u0891\\u08e2\\u115f\\u1160\\"
+                    "u17b4\\u17b5\\u180b-\\u180f\\u200b-\\u200f\\u202a-\\u202e"
+                    "\\u2060-\\u206f\\u2800\\u3164\\ufe00-\\ufe0f\\ufeff\\uffa0"
+                    "\\ufff0-\\ufffb](?:[^\\x00-\\x1f\\x7f-\\x9f\\u00a0\\u1680"
+                    "\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\u00ad"
+                    "\\u034f\\u0600-\\u0605\\u061c\\u06dd\\u070f\\u0890\\u0891"
+                    "\\u08e2\\u115f\\u1160\\u17b4\\u17b5\\u180b-\\u180f\\u200b-"
+                    "\\u200f\\u202a-\\u202e\\u2060-\\u206f\\u2800\\u3164\\ufe00"
+                    "-\\ufe0f\\ufeff\\uffa0\\ufff0-\\ufffb]*[^\\s\\x00-\\x1f\\x"
+                    "7f-\\x9f\\u00ad\\u034f\\u0600-\\u0605\\u061c\\u06dd\\u070f"
+                    "\\u0890\\u0891\\u08e2\\u115f\\u1160\\u17b4\\u17b5\\u180b-"
+                    "\\u180f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u206f\\u280"
+                    "0\\u3164\\ufe00-\\ufe0f\\ufeff\\uffa0\\ufff0-\\ufffb])?$"
                 ),
                 description="The agent's id in your organisation.",
             ),
@@ -73,8 +85,20 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
                 min_length=1,
                 max_length=128,
                 pattern=(
-                    "^[^\\s\\x00-\\x1f\\x7f-\\x9f](?:[^\\x00-\\x1f\\x7f-\\x9f]*"
-                    "[^\\s\\x00-\\x1f\\x7f-\\x9f])?$"
+                    "^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u0600-\\u0605"
+                    "\\u061c\\u06dd\\u070f\\u0890\\u0891\\u08e2\\u115f\\u1160\\"
+                    "u17b4\\u17b5\\u180b-\\u180f\\u200b-\\u200f\\u202a-\\u202e"
+                    "\\u2060-\\u206f\\u2800\\u3164\\ufe00-\\ufe0f\\ufeff\\uffa0"
+                    "\\ufff0-\\ufffb](?:[^\\x00-\\x1f\\x7f-\\x9f\\u00a0\\u1680"
+                    "\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\u00ad"
+                    "\\u034f\\u0600-\\u0605\\u061c\\u06dd\\u070f\\u0890\\u0891"
+                    "\\u08e2\\u115f\\u1160\\u17b4\\u17b5\\u180b-\\u180f\\u200b-"
+                    "\\u200f\\u202a-\\u202e\\u2060-\\u206f\\u2800\\u3164\\ufe00"
+                    "-\\ufe0f\\ufeff\\uffa0\\ufff0-\\ufffb]*[^\\s\\x00-\\x1f\\x"
+                    "7f-\\x9f\\u00ad\\u034f\\u0600-\\u0605\\u061c\\u06dd\\u070f"
+                    "\\u0890\\u0891\\u08e2\\u115f\\u1160\\u17b4\\u17b5\\u180b-"
+                    "\\u180f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u206f\\u280"
+                    "0\\u3164\\ufe00-\\ufe0f\\ufeff\\uffa0\\ufff0-\\ufffb])?$"
                 ),
                 description="The agent's id in your organisation.",
             ),

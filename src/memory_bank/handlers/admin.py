@@ -13,11 +13,11 @@ from datetime import timedelta
 
 from starlette.concurrency import run_in_threadpool
 
-from memory_bank.errors import InvalidInput, NotFound
+from memory_bank.errors import FieldError, InvalidInput, NotFound
 from memory_bank.generated import models
 from memory_bank.handlers.convert import to_model
 from memory_bank.reply import Reply
-from memory_bank.security.principal import Principal
+from memory_bank.security.principal import Principal, check_owner_id
 from memory_bank.store.agents import AgentStore
 from memory_bank.store.columns import utcnow
 from memory_bank.store.tables import AgentRow, TokenRow
@@ -39,6 +39,21 @@ def _agent(rows: list[AgentRow], agent_id: str) -> models.Agent:
     return to_model(models.Agent, rows[0])
 
 
+def _owner_id(field: str, kind: str, value: str | None) -> None:
+    """Refuse an id the spec's pattern cannot rule out (``check_owner_id``) as 422 at ``field``.
+
+    The pattern covers the Basic Multilingual Plane; a format character beyond it (a tag
+    character such as U+E0001) or an id not in NFKC form is caught here, named as the
+    pattern would have named it, before any row is read.
+    """
+    if value is None:
+        return
+    try:
+        check_owner_id(kind, value)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), [FieldError(field, "pattern", str(exc))]) from None
+
+
 class AdminHandlers:
     def __init__(self, tokens: TokenStore, agents: AgentStore) -> None:
         self._tokens = tokens
@@ -50,6 +65,8 @@ class AdminHandlers:
 
     async def create_token(self, principal: Principal, *, body: models.TokenCreate) -> Reply[models.TokenSecret]:
         expires_at = None if body.expires_in_seconds is None else utcnow() + timedelta(seconds=body.expires_in_seconds)
+        _owner_id("/body/user_id", "user", body.user_id)
+        _owner_id("/body/agent_id", "agent", body.agent_id)
         user_id = body.user_id or principal.user_id
         try:
             minted = await run_in_threadpool(
@@ -91,7 +108,9 @@ class AdminHandlers:
         return Reply(to_model(models.Agent, row), 201)
 
     async def deactivate_agent(self, principal: Principal, *, agent_id: str) -> Reply[models.Agent]:
+        _owner_id("/path/agent_id", "agent", agent_id)
         return Reply(_agent(await run_in_threadpool(self._agents.deactivate, agent_id, principal.org_id), agent_id))
 
     async def reactivate_agent(self, principal: Principal, *, agent_id: str) -> Reply[models.Agent]:
+        _owner_id("/path/agent_id", "agent", agent_id)
         return Reply(_agent(await run_in_threadpool(self._agents.reactivate, agent_id, principal.org_id), agent_id))
