@@ -7,12 +7,17 @@ is kept for a body with more bytes than its schema admits).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from sqlalchemy.engine import Engine
+
+from memory_bank.store.columns import utcnow
+from memory_bank.store.tokens import TokenStore
 
 ADMIN = ["memory:admin"]
 
@@ -102,3 +107,15 @@ def test_ids_in_other_scripts_and_inner_spaces_are_still_ids(admin: TestClient) 
 def test_a_name_with_a_bidirectional_override_is_422(admin: TestClient, name: str) -> None:
     response = admin.post("/v1/admin/agents", json={"name": name})
     assert response.status_code == 422 and fields(response) == [("/body/name", "pattern")]
+
+
+def test_rotating_an_expired_token_is_409_and_leaves_its_secret_as_it_was(admin: TestClient, engine: Engine) -> None:
+    tokens = TokenStore(engine)
+    old, row = tokens.create("acme", "ci", None, ["memory:read"], expires_at=utcnow() - timedelta(seconds=1))
+    response = admin.post(f"/v1/admin/tokens/{row.id}/rotate")
+    assert response.status_code == 409, response.text
+    assert response.json()["code"] == "conflict" and "create a new token" in response.json()["detail"]
+    assert tokens.find(row.id).token_hash == row.token_hash  # type: ignore[union-attr]
+
+    _, soon = tokens.create("acme", "ci", None, ["memory:read"], expires_at=utcnow() + timedelta(hours=1))
+    assert admin.post(f"/v1/admin/tokens/{soon.id}/rotate").status_code == 200

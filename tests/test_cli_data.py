@@ -262,3 +262,9 @@ def test_token_create_refuses_an_id_with_an_invisible_or_lookalike_character(run
 def test_agent_deactivate_refuses_an_id_with_an_invisible_character(run: Run) -> None:
     refused = run("agent", "deactivate", "lap\u200btop")
     assert refused.exit_code == 2 and "U+200B" in refused.stderr
+
+
+def test_token_rotate_refuses_an_expired_token(run: Run) -> None:
+    tokens = TokenStore(open_database(get_settings()))
+    _, row = tokens.create("acme", "ada", None, ["memory:read"], expires_at=datetime.now(UTC) - timedelta(minutes=1))
+    assert_fails(run("token", "rotate", row.id), "conflict", "create a new token instead")

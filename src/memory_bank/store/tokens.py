@@ -140,7 +140,9 @@ class TokenStore:
 
         None when no live token has this id. The swap is conditional on the secret read,
         so of two rotations at once one wins and the other is ``conflict``: exactly one
-        new secret is live, and its caller is the one told so.
+        new secret is live, and its caller is the one told so. An expired token is
+        ``conflict`` too: rotation keeps the expiry, so its new secret would be born
+        dead; the answer says to create a token instead.
         """
         plaintext = mint()
         with transaction(self._engine, write=True) as session:
@@ -149,6 +151,11 @@ class TokenStore:
             ).first()
             if row is None:
                 return None
+            if is_expired(row.expires_at, utcnow()):
+                raise Conflict(
+                    f"token {token_id} expired at {row.expires_at:%Y-%m-%dT%H:%M:%SZ} and rotation keeps the expiry; "
+                    "create a new token instead"
+                )
             swap = (
                 sa.update(TokenRow)
                 .where(col(TokenRow.pk) == row.pk, col(TokenRow.token_hash) == row.token_hash)
