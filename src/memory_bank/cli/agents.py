@@ -6,13 +6,15 @@ the list) goes to stdout, confirmations and errors to stderr.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 import typer
 from rich.markup import escape
 
-from memory_bank.cli.console import ID_ARGUMENT, checked_id, database, highlighted_stderr
+from memory_bank.cli.console import ID_ARGUMENT, LIST_PAGE, checked_id, database, highlighted_stderr
 from memory_bank.store.agents import AgentStore
+from memory_bank.store.keyset import every_page
 
 agent_app = typer.Typer(help="Agents: who writes on a user's behalf.", no_args_is_help=True)
 
@@ -70,6 +72,7 @@ def agent_reactivate(agent_id: AGENT_ID, org: AGENT_ORG = None) -> None:
 @agent_app.command("list")
 def agent_list(org: Annotated[str, typer.Option(help="Organisation to list.")]) -> None:
     """One line per agent: id, name, active or inactive, created at (tab-separated)."""
-    for row in _agents().in_org(org):
+    checked_id("org", org)
+    for row in every_page(partial(_agents().page, org, limit=LIST_PAGE)):
         state = "active" if row.active else "inactive"
         typer.echo(f"{row.id}\t{row.name}\t{state}\t{row.created_at.isoformat()}")

@@ -44,6 +44,10 @@ User = Annotated[str, typer.Option(help="User whose memories these are.")]
 #: beginning with ``-`` is still read as the argument rather than as an unknown option.
 ID_ARGUMENT = {"ignore_unknown_options": True}
 
+#: Rows read per query by ``token list`` and ``agent list``: they follow the store's
+#: cursors as an API client would, so no list is read in one unbounded query.
+LIST_PAGE = 100
+
 #: Field errors shown under a failure; the rest are counted.
 SHOWN_FIELD_ERRORS = 10
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Annotated
 
 import typer
@@ -18,6 +19,7 @@ from rich.table import Table
 
 from memory_bank.cli.console import (
     ID_ARGUMENT,
+    LIST_PAGE,
     checked_id,
     database,
     fail,
@@ -28,6 +30,7 @@ from memory_bank.cli.console import (
 )
 from memory_bank.errors import ErrorCode
 from memory_bank.store.columns import utcnow
+from memory_bank.store.keyset import every_page
 from memory_bank.store.tables import TokenRow
 from memory_bank.store.tokens import TokenStore
 
@@ -77,8 +80,10 @@ def token_list(
 
     Four columns that fit 80 characters: the id and each permission are never broken,
     the owner's three names share one column, one a line."""
+    checked_id("org", org)
+    tokens = TokenStore(database())
     with plain_errors():
-        rows = TokenStore(database()).listed(org, revoked=revoked)
+        rows = list(every_page(partial(tokens.page, org, revoked=revoked, limit=LIST_PAGE)))
     if not rows:
         stderr.print("No tokens." if revoked else "No live tokens (--revoked shows revoked ones).")
         return

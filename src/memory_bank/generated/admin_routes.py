@@ -21,8 +21,19 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
     async def list_agents(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:admin"))],
+        cursor: Annotated[
+            str | None,
+            Query(
+                min_length=1,
+                max_length=1024,
+                description="Opaque cursor from the previous page's `next_cursor`.",
+            ),
+        ] = None,
+        limit: Annotated[
+            int, Query(ge=1, le=100, description="How many results to return at most.")
+        ] = 20,
     ) -> Response:
-        reply = await api.list_agents(principal)
+        reply = await api.list_agents(principal, cursor=cursor, limit=limit)
         return render_reply(reply, statuses=(200,), media_type="application/json")
 
     @router.post("/v1/admin/agents", operation_id="createAgent", include_in_schema=False)
@@ -112,8 +123,21 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
         *,
         principal: Annotated[Principal, Depends(authorize("memory:admin"))],
         include_revoked: Annotated[bool, Query(description="Also list revoked tokens.")] = False,
+        cursor: Annotated[
+            str | None,
+            Query(
+                min_length=1,
+                max_length=1024,
+                description="Opaque cursor from the previous page's `next_cursor`.",
+            ),
+        ] = None,
+        limit: Annotated[
+            int, Query(ge=1, le=100, description="How many results to return at most.")
+        ] = 20,
     ) -> Response:
-        reply = await api.list_tokens(principal, include_revoked=include_revoked)
+        reply = await api.list_tokens(
+            principal, include_revoked=include_revoked, cursor=cursor, limit=limit
+        )
         return render_reply(reply, statuses=(200,), media_type="application/json")
 
     @router.post("/v1/admin/tokens", operation_id="createToken", include_in_schema=False)

@@ -537,10 +537,13 @@ class TokenSecret(BaseModel):
     )
 
 
-class TokenList(BaseModel):
+class TokenPage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    tokens: list[Token]
+    items: list[Token]
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null on the last page."
+    )
 
 
 class AgentCreate(BaseModel):
@@ -558,10 +561,13 @@ class Agent(BaseModel):
     created_at: datetime
 
 
-class AgentList(BaseModel):
+class AgentPage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    agents: list[Agent]
+    items: list[Agent]
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null on the last page."
+    )
 
 
 for _model in (
@@ -583,9 +589,9 @@ for _model in (
     TokenCreate,
     Token,
     TokenSecret,
-    TokenList,
+    TokenPage,
     AgentCreate,
     Agent,
-    AgentList,
+    AgentPage,
 ):
     _model.model_rebuild()

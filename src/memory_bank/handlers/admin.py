@@ -10,10 +10,11 @@ mints at all. Secrets leave only in a ``TokenSecret``, the answer of create and 
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import partial
 
 from starlette.concurrency import run_in_threadpool
 
-from memory_bank.errors import FieldError, InvalidInput, NotFound
+from memory_bank.errors import FieldError, InvalidInput, NotFound, fields_from
 from memory_bank.generated import models
 from memory_bank.handlers.convert import to_model
 from memory_bank.reply import Reply
@@ -59,9 +60,14 @@ class AdminHandlers:
         self._tokens = tokens
         self._agents = agents
 
-    async def list_tokens(self, principal: Principal, *, include_revoked: bool = False) -> Reply[models.TokenList]:
-        rows = await run_in_threadpool(self._tokens.listed, principal.org_id, revoked=include_revoked)
-        return Reply(models.TokenList(tokens=[_token(row) for row in rows]))
+    async def list_tokens(
+        self, principal: Principal, *, include_revoked: bool = False, cursor: str | None = None, limit: int = 20
+    ) -> Reply[models.TokenPage]:
+        with fields_from("query"):
+            rows, next_cursor = await run_in_threadpool(
+                partial(self._tokens.page, principal.org_id, revoked=include_revoked, limit=limit, cursor=cursor)
+            )
+        return Reply(models.TokenPage(items=[_token(row) for row in rows], next_cursor=next_cursor))
 
     async def create_token(self, principal: Principal, *, body: models.TokenCreate) -> Reply[models.TokenSecret]:
         expires_at = None if body.expires_in_seconds is None else utcnow() + timedelta(seconds=body.expires_in_seconds)
@@ -99,9 +105,12 @@ class AdminHandlers:
             raise NotFound(f"no live token has the id {token_id}")
         return Reply(_secret(rotated))
 
-    async def list_agents(self, principal: Principal) -> Reply[models.AgentList]:
-        rows = await run_in_threadpool(self._agents.in_org, principal.org_id)
-        return Reply(models.AgentList(agents=[to_model(models.Agent, row) for row in rows]))
+    async def list_agents(self, principal: Principal, *, cursor: str | None = None, limit: int = 20) -> Reply[models.AgentPage]:
+        with fields_from("query"):
+            rows, next_cursor = await run_in_threadpool(
+                partial(self._agents.page, principal.org_id, limit=limit, cursor=cursor)
+            )
+        return Reply(models.AgentPage(items=[to_model(models.Agent, row) for row in rows], next_cursor=next_cursor))
 
     async def create_agent(self, principal: Principal, *, body: models.AgentCreate) -> Reply[models.Agent]:
         row = await run_in_threadpool(self._agents.create, principal.org_id, body.name)

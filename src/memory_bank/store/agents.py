@@ -19,6 +19,7 @@ from sqlmodel import Session, col
 from memory_bank.security.principal import check_owner_id
 from memory_bank.store.columns import new_id
 from memory_bank.store.database import transaction
+from memory_bank.store.keyset import AGENTS
 from memory_bank.store.tables import AgentRow
 
 #: Ids per IN (...) probe: well under every backend's bound-parameter limit.
@@ -69,10 +70,10 @@ class AgentStore:
                 found.update(session.scalars(statement))
         return found
 
-    def in_org(self, org_id: str) -> list[AgentRow]:
-        statement = sa.select(AgentRow).where(col(AgentRow.org_id) == org_id).order_by(col(AgentRow.created_at), col(AgentRow.id))
-        with transaction(self._engine) as session:
-            return list(session.scalars(statement))
+    def page(self, org_id: str, *, limit: int, cursor: str | None = None) -> tuple[list[AgentRow], str | None]:
+        """One page of the org's agents oldest first, and the cursor of the next page (None on the last)."""
+        statement = sa.select(AgentRow).where(col(AgentRow.org_id) == org_id)
+        return AGENTS.page(self._engine, statement, limit, cursor, descending=False)
 
     def deactivate(self, agent_id: str, org_id: str | None = None) -> list[AgentRow]:
         """Deactivate ``agent_id`` (in ``org_id``, if given); returns the rows it matched.

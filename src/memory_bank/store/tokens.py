@@ -32,6 +32,7 @@ from memory_bank.store.agents import register_for_token
 from memory_bank.store.columns import utcnow
 from memory_bank.store.contention import DatabaseBusy
 from memory_bank.store.database import transaction
+from memory_bank.store.keyset import TOKENS
 from memory_bank.store.tables import TokenRow
 
 #: A SELECT or an UPDATE of the token table, narrowed to one token by ``TokenStore._by_id``.
@@ -113,15 +114,16 @@ class TokenStore:
         with suppress(DatabaseBusy), transaction(self._engine, write=True) as session:
             session.execute(statement)
 
-    def listed(self, org_id: str | None, *, revoked: bool) -> list[TokenRow]:
-        """Tokens oldest first, of one org if given; revoked ones only when asked for."""
-        statement = sa.select(TokenRow).order_by(col(TokenRow.created_at), col(TokenRow.pk))
+    def page(
+        self, org_id: str | None, *, revoked: bool, limit: int, cursor: str | None = None
+    ) -> tuple[list[TokenRow], str | None]:
+        """One page of tokens oldest first, of one org if given, revoked ones only when asked for; and the next cursor."""
+        statement = sa.select(TokenRow)
         if org_id is not None:
             statement = statement.where(col(TokenRow.org_id) == org_id)
         if not revoked:
             statement = statement.where(col(TokenRow.revoked_at).is_(None))
-        with transaction(self._engine) as session:
-            return list(session.scalars(statement))
+        return TOKENS.page(self._engine, statement, limit, cursor, descending=False)
 
     def find(self, token_id: str, org_id: str | None = None) -> TokenRow | None:
         """The token with this id (in ``org_id``, if given), revoked or not."""
