@@ -44,13 +44,14 @@ def _set_active(agent_id: str, org: str | None, *, active: bool) -> None:
     store = _agents()
     matched = (store.reactivate if active else store.deactivate)(agent_id, org)
     if not matched:
-        highlighted_stderr.print(f"[red]no agent {agent_id!r}{f' in org {org!r}' if org else ''}[/]")
+        highlighted_stderr.print(f"[red]{escape(f'no agent {agent_id!r}' + (f' in org {org!r}' if org else ''))}[/]")
         raise typer.Exit(1)
     if len(matched) > 1:
         orgs = ", ".join(sorted(row.org_id for row in matched))
-        highlighted_stderr.print(f"[red]agent {agent_id!r} exists in several orgs ({orgs}); pass --org[/]")
+        highlighted_stderr.print(f"[red]{escape(f'agent {agent_id!r} exists in several orgs ({orgs}); pass --org')}[/]")
         raise typer.Exit(2)
-    highlighted_stderr.print(f"agent {agent_id!r} in org {matched[0].org_id!r} is {'reactivated' if active else 'deactivated'}")
+    state = "reactivated" if active else "deactivated"
+    highlighted_stderr.print(escape(f"agent {agent_id!r} in org {matched[0].org_id!r} is {state}"))
 
 
 AGENT_ID = Annotated[str, typer.Argument(help="The agent's id.", metavar="ID")]
