@@ -119,3 +119,60 @@ def test_rotating_an_expired_token_is_409_and_leaves_its_secret_as_it_was(admin:
 
     _, soon = tokens.create("acme", "ci", None, ["memory:read"], expires_at=utcnow() + timedelta(hours=1))
     assert admin.post(f"/v1/admin/tokens/{soon.id}/rotate").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"name": "x", "permissions": ["memory:read"], "user_id": "ci", "user_id": "root"}',
+        b'{"name": "x", "name": "x", "permissions": ["memory:read"]}',
+    ],
+)
+def test_a_key_given_twice_is_422_rather_than_read_as_the_last(admin: TestClient, body: bytes) -> None:
+    """A proxy or a log may read the first ``user_id``, the model the last: such a body means two things."""
+    response = admin.post("/v1/admin/tokens", content=body, headers={"Content-Type": "application/json"})
+    assert response.status_code == 422, response.text
+    assert fields(response) == [("/body", "uniqueKeys")]
+    assert len(admin.get("/v1/admin/tokens").json()["items"]) == 1  # only the admin's own
+
+
+def test_many_repeats_of_one_key_are_refused_quickly(admin: TestClient) -> None:
+    body = b'{"permissions": ["memory:read"], ' + b'"name": "x", ' * 20_000 + b'"name": "x"}'
+    response = admin.post("/v1/admin/tokens", content=body, headers={"Content-Type": "application/json"})
+    assert response.status_code in (413, 422)
+
+
+@pytest.mark.parametrize("name", ["   ", " padded", "padded "])
+def test_a_blank_or_padded_name_is_422(admin: TestClient, name: str) -> None:
+    response = admin.post("/v1/admin/tokens", json={"name": name, "permissions": ["memory:read"]})
+    assert response.status_code == 422 and fields(response) == [("/body/name", "pattern")]
+
+
+def test_a_token_for_a_deactivated_agent_is_422_at_agent_id(admin: TestClient, engine: Engine) -> None:
+    TokenStore(engine).create("acme", "ann", "laptop", ["memory:write"])
+    assert admin.post("/v1/admin/agents/laptop/deactivate").status_code == 200
+    response = admin.post("/v1/admin/tokens", json={"name": "x", "permissions": ["memory:write"], "agent_id": "laptop"})
+    assert response.status_code == 422 and fields(response) == [("/body/agent_id", "value")]
+
+
+def test_an_admin_token_of_a_deactivated_agent_cannot_change_tokens_or_agents(
+    app: FastAPI, admin: TestClient, engine: Engine
+) -> None:
+    """Else it could reactivate its own agent, or mint a token for a fresh one and write on."""
+    tokens = TokenStore(engine)
+    secret, bound = tokens.create("acme", "bot", "rogue", ADMIN)
+    rogue = TestClient(app, headers=bearer(secret))
+    assert rogue.post("/v1/admin/agents", json={"name": "ok while active"}).status_code == 201
+    assert admin.post("/v1/admin/agents/rogue/deactivate").status_code == 200
+
+    attempts = [
+        rogue.post("/v1/admin/agents/rogue/reactivate"),
+        rogue.post("/v1/admin/tokens", json={"name": "escape", "permissions": ["memory:write"], "agent_id": "fresh"}),
+        rogue.post(f"/v1/admin/tokens/{bound.id}/rotate"),
+        rogue.delete(f"/v1/admin/tokens/{bound.id}"),
+        rogue.post("/v1/admin/agents", json={"name": "fresh"}),
+        rogue.post("/v1/admin/agents/rogue/deactivate"),
+    ]
+    assert [(r.status_code, r.json()["code"]) for r in attempts] == [(403, "permission_denied")] * len(attempts)
+    assert rogue.get("/v1/admin/tokens").status_code == 200  # reading is not a write
+    assert [a["active"] for a in admin.get("/v1/admin/agents").json()["items"] if a["id"] == "rogue"] == [False]

@@ -268,3 +268,11 @@ def test_token_rotate_refuses_an_expired_token(run: Run) -> None:
     tokens = TokenStore(open_database(get_settings()))
     _, row = tokens.create("acme", "ada", None, ["memory:read"], expires_at=datetime.now(UTC) - timedelta(minutes=1))
     assert_fails(run("token", "rotate", row.id), "conflict", "create a new token instead")
+
+
+def test_token_list_prints_names_and_ids_as_text_not_markup(run: Run) -> None:
+    """``[b]`` in an org would list ``ac[b]me`` as ``acme``; ``[conceal]`` in a name would hide what follows."""
+    tokens = TokenStore(open_database(get_settings()))
+    tokens.create("ac[b]me", "ada", None, ["memory:read"], name="[conceal]hidden[/conceal] shown")
+    listed = run("token", "list").stdout
+    assert "ac[b]me" in listed and "[conceal]hidden[/conceal]" in listed

@@ -464,7 +464,12 @@ Name = Annotated[
     Field(
         min_length=1,
         max_length=128,
-        pattern="^[^\\x00-\\x1f\\x7f-\\x9f\\u202a-\\u202e\\u2066-\\u2069]+$",
+        pattern=(
+            "^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u202a-\\u202e\\u2066-\\u2069"
+            "](?:[^\\x00-\\x1f\\x7f-\\x9f\\u202a-\\u202e\\u2066-\\u2069"
+            "]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u202a-\\u202e\\u2066-\\u206"
+            "9])?$"
+        ),
         description="A name people read in lists.",
     ),
 ]

@@ -14,12 +14,12 @@ from functools import partial
 
 from starlette.concurrency import run_in_threadpool
 
-from memory_bank.errors import FieldError, InvalidInput, NotFound, fields_from
+from memory_bank.errors import FieldError, InvalidInput, NotFound, PermissionDenied, fields_from
 from memory_bank.generated import models
 from memory_bank.handlers.convert import to_model
 from memory_bank.reply import Reply
 from memory_bank.security.principal import Principal, check_owner_id
-from memory_bank.store.agents import AgentStore
+from memory_bank.store.agents import AgentDeactivated, AgentStore
 from memory_bank.store.columns import utcnow
 from memory_bank.store.tables import AgentRow, TokenRow
 from memory_bank.store.tokens import TokenStore
@@ -60,6 +60,20 @@ class AdminHandlers:
         self._tokens = tokens
         self._agents = agents
 
+    async def _may_change(self, principal: Principal) -> None:
+        """``permission_denied`` when the caller's token is bound to an agent that is deactivated.
+
+        Deactivation refuses every further write by an agent; minting, rotating or
+        revoking tokens and (re)activating agents are writes too. Without this an admin
+        token bound to a deactivated agent could reactivate it, or mint itself a token
+        for a fresh agent and go on writing.
+        """
+        if principal.agent_id is None:
+            return
+        row = await run_in_threadpool(self._agents.find, principal.org_id, principal.agent_id)
+        if row is None or not row.active:
+            raise PermissionDenied(f"agent {principal.agent_id!r} is deactivated: its tokens may not change tokens or agents")
+
     async def list_tokens(
         self, principal: Principal, *, include_revoked: bool = False, cursor: str | None = None, limit: int = 20
     ) -> Reply[models.TokenPage]:
@@ -70,6 +84,7 @@ class AdminHandlers:
         return Reply(models.TokenPage(items=[_token(row) for row in rows], next_cursor=next_cursor))
 
     async def create_token(self, principal: Principal, *, body: models.TokenCreate) -> Reply[models.TokenSecret]:
+        await self._may_change(principal)
         expires_at = None if body.expires_in_seconds is None else utcnow() + timedelta(seconds=body.expires_in_seconds)
         _owner_id("/body/user_id", "user", body.user_id)
         _owner_id("/body/agent_id", "agent", body.agent_id)
@@ -84,7 +99,9 @@ class AdminHandlers:
                 name=body.name,
                 expires_at=expires_at,
             )
-        except ValueError as exc:  # an id the tables cannot hold, or an agent that is deactivated
+        except AgentDeactivated as exc:
+            raise InvalidInput(str(exc), [FieldError("/body/agent_id", "value", str(exc))]) from None
+        except ValueError as exc:  # the caller's own org or user id, minted under older id rules
             raise InvalidInput(str(exc)) from None
         return Reply(_secret(minted), 201)
 
@@ -95,11 +112,13 @@ class AdminHandlers:
         return Reply(_token(row))
 
     async def revoke_token(self, principal: Principal, *, token_id: str) -> Reply[None]:
+        await self._may_change(principal)
         if not await run_in_threadpool(self._tokens.revoke, token_id, principal.org_id):
             raise NotFound(f"no live token has the id {token_id}")
         return Reply(None)
 
     async def rotate_token(self, principal: Principal, *, token_id: str) -> Reply[models.TokenSecret]:
+        await self._may_change(principal)
         rotated = await run_in_threadpool(self._tokens.rotate, token_id, principal.org_id)
         if rotated is None:
             raise NotFound(f"no live token has the id {token_id}")
@@ -113,13 +132,16 @@ class AdminHandlers:
         return Reply(models.AgentPage(items=[to_model(models.Agent, row) for row in rows], next_cursor=next_cursor))
 
     async def create_agent(self, principal: Principal, *, body: models.AgentCreate) -> Reply[models.Agent]:
+        await self._may_change(principal)
         row = await run_in_threadpool(self._agents.create, principal.org_id, body.name)
         return Reply(to_model(models.Agent, row), 201)
 
     async def deactivate_agent(self, principal: Principal, *, agent_id: str) -> Reply[models.Agent]:
         _owner_id("/path/agent_id", "agent", agent_id)
+        await self._may_change(principal)
         return Reply(_agent(await run_in_threadpool(self._agents.deactivate, agent_id, principal.org_id), agent_id))
 
     async def reactivate_agent(self, principal: Principal, *, agent_id: str) -> Reply[models.Agent]:
         _owner_id("/path/agent_id", "agent", agent_id)
+        await self._may_change(principal)
         return Reply(_agent(await run_in_threadpool(self._agents.reactivate, agent_id, principal.org_id), agent_id))

@@ -26,10 +26,14 @@ from memory_bank.store.tables import AgentRow
 _IN_CHUNK = 500
 
 
+class AgentDeactivated(ValueError):
+    """A token was asked for an agent that is deactivated: it could never write."""
+
+
 def register_for_token(session: Session, org_id: str, agent_id: str | None) -> None:
     """Make sure a token's agent exists in its org, inside the token's own transaction.
 
-    Raises ``ValueError`` for a deactivated agent: a token for it could never write.
+    Raises ``AgentDeactivated`` for a deactivated agent: a token for it could never write.
     """
     if agent_id is None:
         return
@@ -37,7 +41,7 @@ def register_for_token(session: Session, org_id: str, agent_id: str | None) -> N
     if row is None:
         session.add(AgentRow(org_id=org_id, id=agent_id, name=agent_id))
     elif not row.active:
-        raise ValueError(f"agent {agent_id!r} is deactivated in org {org_id!r}")
+        raise AgentDeactivated(f"agent {agent_id!r} is deactivated in org {org_id!r}")
 
 
 class AgentStore:
