@@ -118,3 +118,9 @@ async def test_mcp_lists_with_a_crafted_cursor_as_invalid_params(server: LiveSer
     problem = tool_problem(result)
     assert problem["code"] == "invalid_params", problem
     assert problem["errors"][0]["field"] == "/query/cursor"
+
+
+def test_a_cursor_whose_id_ends_in_a_newline_is_refused() -> None:
+    with pytest.raises(DomainError) as refused:
+        MEMORIES.decode(wrap(["2026-01-01T00:00:00+00:00", "A" * 21 + "\n"]))
+    assert_refused_at_cursor(refused.value)

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Mapped
 from sqlmodel import col
 
 from memory_bank.errors import FieldError, InvalidInput
+from memory_bank.security.principal import MAX_OWNER_ID_LENGTH
 from memory_bank.store.columns import ID_LENGTH
 from memory_bank.store.database import transaction
 from memory_bank.store.tables import AgentRow, MemoryRow, TokenRow
@@ -37,7 +38,7 @@ Key = tuple[datetime, str]
 _POSITION: TypeAdapter[tuple[datetime, str]] = TypeAdapter(tuple[AwareDatetime, str])
 
 #: The ids this server generates (memories, tokens).
-_GENERATED_ID = re.compile(f"^[A-Za-z0-9_-]{{{ID_LENGTH}}}$")
+_GENERATED_ID = re.compile(f"[A-Za-z0-9_-]{{{ID_LENGTH}}}")
 
 
 class Keyed(Protocol):
@@ -54,7 +55,7 @@ Item = TypeVar("Item")
 
 def generated_id(value: str) -> None:
     """A generated id, or ``ValueError``: keeps text no id can have (a lone surrogate, a quote) away from the database."""
-    if not _GENERATED_ID.match(value):
+    if not _GENERATED_ID.fullmatch(value):  # not match: "$" would let a trailing newline through
         raise ValueError("not a generated id")
 
 
@@ -64,7 +65,7 @@ def stored_owner_id(value: str) -> None:
     Only what the column cannot hold is refused (empty, over 128 characters, a lone
     surrogate): a cursor naming an agent made under older rules must still page past it.
     """
-    if not 0 < len(value) <= 128:
+    if not 0 < len(value) <= MAX_OWNER_ID_LENGTH:
         raise ValueError("not an id length")
     value.encode("utf-8")  # UnicodeEncodeError (a ValueError) on a lone surrogate
 
