@@ -454,7 +454,13 @@ OwnerId = Annotated[
             "\\u180f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u206f\\u280"
             "0\\u3164\\ufe00-\\ufe0f\\ufeff\\uffa0\\ufff0-\\ufffb])?$"
         ),
-        description=("A user or agent id of the organisation, without invisible characters."),
+        description=(
+            "A user or agent id of the organisation. Two ids that look "
+            "alike must be one owner, so beyond the pattern the server "
+            "also refuses format, private-use and unassigned characters "
+            "outside the Basic Multilingual Plane, and ids not in "
+            "Unicode NFKC form."
+        ),
     ),
 ]
 
