@@ -61,7 +61,7 @@ def test_an_admin_creates_lists_rotates_and_revokes_a_token_and_its_secret_is_sh
     assert client.get("/v1/memory", headers=bearer(secret)).status_code == 200
 
     listed = admin.get("/v1/admin/tokens")
-    assert token["id"] in [t["id"] for t in listed.json()["tokens"]] and secret not in listed.text
+    assert token["id"] in [t["id"] for t in listed.json()["items"]] and secret not in listed.text
     fetched = admin.get(f"/v1/admin/tokens/{token['id']}").json()
     assert "secret" not in fetched and fetched["last_used_at"] is not None  # it was used just now
 
@@ -77,8 +77,8 @@ def test_an_admin_creates_lists_rotates_and_revokes_a_token_and_its_secret_is_sh
     assert admin.delete(f"/v1/admin/tokens/{token['id']}").status_code == 204
     assert client.get("/v1/memory", headers=bearer(new_secret)).status_code == 401
     assert admin.get(f"/v1/admin/tokens/{token['id']}").json()["revoked_at"] is not None
-    assert token["id"] not in [t["id"] for t in admin.get("/v1/admin/tokens").json()["tokens"]]
-    assert token["id"] in [t["id"] for t in admin.get("/v1/admin/tokens?include_revoked=true").json()["tokens"]]
+    assert token["id"] not in [t["id"] for t in admin.get("/v1/admin/tokens").json()["items"]]
+    assert token["id"] in [t["id"] for t in admin.get("/v1/admin/tokens?include_revoked=true").json()["items"]]
     again = admin.delete(f"/v1/admin/tokens/{token['id']}")
     assert again.status_code == 404 and again.json()["code"] == "not_found"
     assert admin.post(f"/v1/admin/tokens/{token['id']}/rotate").status_code == 404
@@ -142,7 +142,7 @@ def test_an_admin_deactivates_and_reactivates_an_agent_and_writes_follow(admin: 
     assert off.status_code == 200 and off.json()["active"] is False
     refused = client.post("/v1/memory", json={"content": "two"}, headers=writer)
     assert (refused.status_code, refused.json()["code"]) == (403, "permission_denied")
-    assert [a["active"] for a in admin.get("/v1/admin/agents").json()["agents"] if a["id"] == agent_id] == [False]
+    assert [a["active"] for a in admin.get("/v1/admin/agents").json()["items"] if a["id"] == agent_id] == [False]
 
     on = admin.post(f"/v1/admin/agents/{agent_id}/reactivate")
     assert on.status_code == 200 and on.json()["active"] is True
@@ -157,12 +157,12 @@ def test_over_mcp_an_admin_reads_tokens_and_agents_but_cannot_mint_rotate_or_rev
     with TestClient(app, base_url=settings.public_url) as mcp:
         listed = call_tool(mcp, root, "execute_capability", {"name": "listTokens"})
         assert not listed.get("isError"), listed
-        ids = [t["id"] for t in listed["structuredContent"]["tokens"]]
+        ids = [t["id"] for t in listed["structuredContent"]["items"]]
         assert len(ids) == 2 and writer not in json.dumps(listed)
         one = call_tool(mcp, root, "execute_capability", {"name": "getToken", "path": {"token_id": ids[1]}})
         assert one["structuredContent"]["user_id"] == "ann"
         agents = call_tool(mcp, root, "execute_capability", {"name": "listAgents"})
-        assert [a["id"] for a in agents["structuredContent"]["agents"]] == ["agent-1"]
+        assert [a["id"] for a in agents["structuredContent"]["items"]] == ["agent-1"]
 
         cards = call_tool(mcp, root, "search_capabilities", {"query": "create a new api token", "limit": 20})
         names = [card["name"] for card in cards["structuredContent"]["results"]]

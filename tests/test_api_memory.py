@@ -42,18 +42,20 @@ def test_idempotency_key_header(ann: TestClient) -> None:
 
 
 @pytest.mark.parametrize(
-    "body",
+    ("body", "field", "rule"),
     [
-        {"content": "x" * 8001},
-        {"content": "x", "tags": [f"t{n}" for n in range(33)]},
-        {"content": "x", "tags": ["t" * 65]},
-        {"content": "x", "contexts": [{"snippet": "s"}] * 17},
+        ({"content": "x" * 8001}, "/body/content", "maxLength"),
+        ({"content": "x", "tags": [f"t{n}" for n in range(33)]}, "/body/tags", "maxItems"),
+        ({"content": "x", "tags": ["t" * 65]}, "/body/tags/0", "maxLength"),
+        ({"content": "x", "contexts": [{"snippet": "s"}] * 17}, "/body/contexts", "maxItems"),
     ],
 )
-def test_over_bounds_is_413(ann: TestClient, body) -> None:
+def test_a_field_over_its_bound_is_422_naming_it_not_413(ann: TestClient, body, field: str, rule: str) -> None:
+    """The body is small: what is wrong is one value, so the answer names it (413 is for bytes)."""
     response = ann.post("/v1/memory", json=body)
-    assert response.status_code == 413
-    assert response.json()["code"] == "payload_too_large"
+    assert response.status_code == 422
+    assert response.json()["code"] == "invalid_params"
+    assert [(e["field"], e["rule"]) for e in response.json()["errors"]] == [(field, rule)]
 
 
 @pytest.mark.parametrize(
@@ -117,7 +119,7 @@ def test_patch_errors(ann: TestClient) -> None:
     v1 = save(ann, "a")
     assert ann.patch(f"/v1/memory/{v1['id']}", json={}).status_code == 422
     assert ann.patch(f"/v1/memory/{v1['id']}", json={"scope": "org"}).status_code == 422
-    assert ann.patch(f"/v1/memory/{v1['id']}", json={"content": "x" * 8001}).status_code == 413
+    assert ann.patch(f"/v1/memory/{v1['id']}", json={"content": "x" * 8001}).status_code == 422
     assert ann.patch(f"/v1/memory/{MISSING}", json={"content": "b"}).status_code == 404
     assert ann.get("/v1/memory/not-an-id").status_code == 422
 
@@ -153,5 +155,5 @@ def test_feedback(ann: TestClient) -> None:
     assert response.status_code == 201
     assert response.json()["memory_id"] == memory["id"] and response.json()["session_id"] == "s1"
     assert ann.post(f"/v1/memory/{memory['id']}/feedback", json={"feedback": "meh"}).status_code == 422
-    assert ann.post(f"/v1/memory/{memory['id']}/feedback", json={"feedback": "helpful", "notes": "n" * 2001}).status_code == 413
+    assert ann.post(f"/v1/memory/{memory['id']}/feedback", json={"feedback": "helpful", "notes": "n" * 2001}).status_code == 422
     assert ann.post(f"/v1/memory/{MISSING}/feedback", json={"feedback": "helpful"}).status_code == 404

@@ -41,12 +41,12 @@ def test_missing_body_and_unknown_group() -> None:
     ]
 
 
-def test_size_bounds_in_the_body_are_payload_too_large_as_in_rest() -> None:
+def test_size_bounds_in_the_body_are_invalid_params_as_in_rest() -> None:
     too_long = schema_failures(Draft202012Validator(POST), {"body": {"content": "x" * 8001}})
     assert [(f.field, f.rule, f.message) for f in too_long] == [
         ("/body/content", "maxLength", "must be at most 8000 characters; got string of 8001 characters")
     ]
-    assert validation_error(too_long).code == "payload_too_large"
+    assert validation_error(too_long).code == "invalid_params"
     mixed = schema_failures(Draft202012Validator(POST), {"body": {"content": "x" * 8001, "confidence": 2}})
     assert validation_error(mixed).code == "invalid_params"
 

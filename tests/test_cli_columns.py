@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from memory_bank.cli.search import CONTENT_PREVIEW, MIN_MEMORY_WIDTH
 from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.settings import get_settings
 from memory_bank.store import MemoryStore, open_database
+from memory_bank.store.keyset import every_page
 from memory_bank.store.tokens import TokenStore
 
 COLUMNS = 80
@@ -77,7 +79,8 @@ def test_token_list_at_80_columns_keeps_ids_names_and_permissions_whole(
     ids, names, permissions = column(output, 0), column(output, 1), column(output, 2)
     first = ids.index(token.id)  # the id whole, on its row's first line
     assert ids[first + 1] == f"{token.prefix}…"  # then the prefix that tells it apart
-    listed = {row.id for row in TokenStore(open_database(get_settings())).listed(None, revoked=True)}
+    tokens = TokenStore(open_database(get_settings()))
+    listed = {row.id for row in every_page(partial(tokens.page, None, revoked=True, limit=100))}
     end = next((i for i in range(first + 1, len(ids)) if ids[i] in listed), len(ids))
     assert [name for name in names[first:end] if name] == [org, user, *([agent] if agent else [])]
     assert {p for p in permissions[first:end] if p} == granted

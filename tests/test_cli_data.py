@@ -243,3 +243,36 @@ def test_agent_reactivate_lets_a_deactivated_agent_write_again(run: Run) -> None
     assert reactivated.exit_code == 0 and "reactivated" in reactivated.stderr
     assert agents.find("acme", agent.id).active is True  # type: ignore[union-attr]
     assert run("agent", "reactivate", "nobody", "--org", "acme").exit_code == 1
+
+
+def test_token_create_refuses_a_repeated_permission(run: Run) -> None:
+    repeated = run("token", "create", "--org", "acme", "--user", "ada", "--permissions", "memory:read,memory:read")
+    assert repeated.exit_code == 2 and "given more than once: memory:read" in repeated.stderr and not repeated.stdout
+
+
+@pytest.mark.parametrize(("option", "kind"), [("--user", "user"), ("--agent", "agent"), ("--org", "org")])
+@pytest.mark.parametrize("value", ["c\u200bi", "ci\U000e0001", "ｃｉ"])
+def test_token_create_refuses_an_id_with_an_invisible_or_lookalike_character(run: Run, option: str, kind: str, value: str) -> None:
+    options = {"--org": "acme", "--user": "ada", "--agent": "laptop", option: value}
+    made = run("token", "create", *[part for pair in options.items() for part in pair], "--permissions", "memory:read")
+    assert made.exit_code == 2 and f"the {kind} id" in made.stderr and not made.stdout
+    assert "No live tokens" in run("token", "list").stderr
+
+
+def test_agent_deactivate_refuses_an_id_with_an_invisible_character(run: Run) -> None:
+    refused = run("agent", "deactivate", "lap\u200btop")
+    assert refused.exit_code == 2 and "U+200B" in refused.stderr
+
+
+def test_token_rotate_refuses_an_expired_token(run: Run) -> None:
+    tokens = TokenStore(open_database(get_settings()))
+    _, row = tokens.create("acme", "ada", None, ["memory:read"], expires_at=datetime.now(UTC) - timedelta(minutes=1))
+    assert_fails(run("token", "rotate", row.id), "conflict", "create a new token instead")
+
+
+def test_token_list_prints_names_and_ids_as_text_not_markup(run: Run) -> None:
+    """``[b]`` in an org would list ``ac[b]me`` as ``acme``; ``[conceal]`` in a name would hide what follows."""
+    tokens = TokenStore(open_database(get_settings()))
+    tokens.create("ac[b]me", "ada", None, ["memory:read"], name="[conceal]hidden[/conceal] shown")
+    listed = run("token", "list").stdout
+    assert "ac[b]me" in listed and "[conceal]hidden[/conceal]" in listed

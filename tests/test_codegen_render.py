@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 import yaml
@@ -22,6 +23,7 @@ from memory_bank.generated import models
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.generated.spec import SPEC as SERVED_SPEC
 from memory_bank_codegen.cli import SpecSource, render_package, spec_sources, stale_files
+from memory_bank_codegen.cli import SpecRefused
 from memory_bank_codegen.formatting import LINE_LENGTH, format_python
 from memory_bank_codegen.pytypes import literal
 
@@ -161,3 +163,56 @@ def test_self_referencing_schema_renders_and_validates(tmp_path: Path) -> None:
     tree = generated_models.Node.model_validate({"name": "a", "children": [{"name": "b", "children": []}]})
     assert tree.children[0].name == "b"
     assert '"$defs"' in catalog_text and '"#/$defs/Node"' in catalog_text
+
+
+def spec_with_unique_lists() -> dict[str, Any]:
+    """The memory spec plus a component alias and a model property that say ``uniqueItems``."""
+    spec = yaml.safe_load(SPEC.read_text())
+    schemas = spec["components"]["schemas"]
+    schemas["Labels"] = {"type": "array", "maxItems": 8, "uniqueItems": True, "items": {"type": "string"}}
+    schemas["Labelled"] = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "labels": {"$ref": "#/components/schemas/Labels"},
+            "numbers": {"type": "array", "uniqueItems": True, "items": {"type": "integer"}},
+        },
+    }
+    return spec
+
+
+@pytest.fixture(scope="module")
+def unique_models(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+    return load_generated(tmp_path_factory.mktemp("unique"), yaml.safe_dump(spec_with_unique_lists(), sort_keys=False))[0]
+
+
+@given(st.lists(st.text(max_size=3), max_size=8))
+def test_unique_items_refuses_every_repeat_and_keeps_the_rest_as_sent(unique_models: ModuleType, labels: list[str]) -> None:
+    """Whatever the list, the generated model agrees with JSON Schema: repeats are an error, never dropped."""
+    repeated = len(set(labels)) < len(labels)
+    try:
+        kept = unique_models.Labelled.model_validate({"labels": labels}, strict=True).labels
+    except ValidationError as exc:
+        assert repeated
+        [error] = exc.errors()
+        assert (error["type"], error["loc"]) == ("unique_items", ("labels",))
+    else:
+        assert not repeated and kept == labels
+
+
+def test_unique_items_on_an_inline_property_and_its_error_names_both_positions(unique_models: ModuleType) -> None:
+    with pytest.raises(ValidationError) as caught:
+        unique_models.Labelled.model_validate({"numbers": [3, 1, 3]})
+    assert caught.value.errors()[0]["msg"] == "item 2 repeats item 0"
+    assert unique_models.Labelled.model_validate({"numbers": [1, 2, 3]}).numbers == [1, 2, 3]
+
+
+def test_unique_items_where_no_validator_can_be_placed_fails_to_generate(tmp_path: Path) -> None:
+    """A query parameter saying uniqueItems would go unchecked: the generator refuses instead."""
+    spec = yaml.safe_load(SPEC.read_text())
+    op = spec["paths"]["/v1/memory"]["get"]
+    op["parameters"].append(
+        {"name": "ids", "in": "query", "schema": {"type": "array", "uniqueItems": True, "items": {"type": "string"}}}
+    )
+    with pytest.raises(SpecRefused, match="listMemories: unique-items"):
+        load_generated(tmp_path, yaml.safe_dump(spec, sort_keys=False))

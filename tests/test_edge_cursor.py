@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory_bank.errors import DomainError, ErrorCode
-from memory_bank.store.keyset import decode_cursor, encode_cursor
+from memory_bank.store.keyset import MEMORIES
 from support.mcp_live import LiveServer, live_server, tool_problem
 
 ID = re.compile(r"^[A-Za-z0-9_-]{21}$")
@@ -44,7 +44,7 @@ def assert_refused_at_cursor(error: DomainError) -> None:
 @given(ANY_CURSOR)
 def test_a_cursor_decodes_to_a_utc_position_or_is_refused(cursor: str) -> None:
     try:
-        created_at, memory_id = decode_cursor(cursor)
+        created_at, memory_id = MEMORIES.decode(cursor)
     except DomainError as error:
         assert_refused_at_cursor(error)
         return
@@ -54,7 +54,7 @@ def test_a_cursor_decodes_to_a_utc_position_or_is_refused(cursor: str) -> None:
 
 @given(st.datetimes(timezones=st.just(UTC)), IDS)
 def test_an_issued_cursor_decodes_to_its_key(created_at: datetime, memory_id: str) -> None:
-    assert decode_cursor(encode_cursor((created_at, memory_id))) == (created_at, memory_id)
+    assert MEMORIES.decode(MEMORIES.encode((created_at, memory_id))) == (created_at, memory_id)
 
 
 @pytest.mark.parametrize(
@@ -70,7 +70,7 @@ def test_an_issued_cursor_decodes_to_its_key(created_at: datetime, memory_id: st
 )
 def test_the_reported_cursors_are_refused(cursor: str) -> None:
     with pytest.raises(DomainError) as refused:
-        decode_cursor(cursor)
+        MEMORIES.decode(cursor)
     assert_refused_at_cursor(refused.value)
 
 
@@ -118,3 +118,9 @@ async def test_mcp_lists_with_a_crafted_cursor_as_invalid_params(server: LiveSer
     problem = tool_problem(result)
     assert problem["code"] == "invalid_params", problem
     assert problem["errors"][0]["field"] == "/query/cursor"
+
+
+def test_a_cursor_whose_id_ends_in_a_newline_is_refused() -> None:
+    with pytest.raises(DomainError) as refused:
+        MEMORIES.decode(wrap(["2026-01-01T00:00:00+00:00", "A" * 21 + "\n"]))
+    assert_refused_at_cursor(refused.value)

@@ -9,8 +9,13 @@ raise it locally to dig deeper.
 
 Two deliberate departures from the defaults, each because the spec cannot say more:
 
-* ``listMemories``: a cursor is opaque and server-issued, so a random one is rightly
-  refused (422). Valid-input cases leave it out; invalid-input cases still fuzz it.
+* ``listMemories``, ``listTokens``, ``listAgents``: a cursor is opaque and server-issued,
+  so a random one is rightly refused (422). Valid-input cases leave it out; invalid-input
+  cases still fuzz it.
+* Owner ids (``createToken``'s ``user_id`` and ``agent_id``, the agent path id): the
+  ``OwnerId`` pattern can say "no invisible character" only for the Basic Multilingual
+  Plane, and not "in NFKC form" at all (its description says the server checks both), so
+  a valid-input id the server refuses is replaced by a plain one.
 * ``importMemories``: the body is JSON lines of ``Memory`` documents, which OpenAPI 3.1
   can only describe as a string, so a random string is rightly refused (422). The
   "valid input is accepted" check is off there; every other check stays on.
@@ -21,6 +26,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 import httpx
 import pytest
@@ -31,13 +37,14 @@ from schemathesis import Case, GenerationMode, checks
 from schemathesis.config import SchemathesisConfig
 
 from memory_bank.generated.spec import SPEC
+from memory_bank.security.principal import check_owner_id
 from memory_bank.security.tokens import PERMISSIONS
 from support.mcp_live import live_server
 
 EXAMPLES = int(os.environ.get("MEMORY_BANK_FUZZ_EXAMPLES", "25"))
 SEED_KEYPATH = "fuzz.seed"
 #: The negative-input statuses schemathesis accepts by default, plus 413: the spec
-#: answers content and lists over their bounds with payload_too_large.
+#: answers a body over its byte cap with payload_too_large.
 REJECTION_STATUSES = [400, 401, 403, 404, 405, 406, 409, 413, 415, 422, 428, 429]
 
 schemathesis.serializer.alias("application/x-ndjson", "text/plain")
@@ -91,9 +98,28 @@ def cases(target: FuzzTarget, operation_id: str, mode: GenerationMode) -> st.Sea
     seeded = {name: value for name, value in (("memory_id", target.memory_id), ("keypath", target.keypath)) if name in names}
     if seeded and mode is GenerationMode.POSITIVE:
         generated = st.one_of(generated, operation.as_strategy(mode, path_parameters=seeded))
-    if operation_id == "listMemories" and mode is GenerationMode.POSITIVE:
+    if operation_id in ("listMemories", "listTokens", "listAgents") and mode is GenerationMode.POSITIVE:
         generated = generated.map(_without_cursor)
+    if operation_id in ("createToken", "deactivateAgent", "reactivateAgent") and mode is GenerationMode.POSITIVE:
+        generated = generated.map(_owner_ids_the_server_takes)
     return generated
+
+
+def _owner_ids_the_server_takes(case: Case) -> Case:
+    """Assigned anew rather than changed in place: a case notices only assignments."""
+    if isinstance(case.body, dict):
+        case.body = {k: "fuzz-owner" if k in ("user_id", "agent_id") and not _takes(v) else v for k, v in case.body.items()}
+    if "agent_id" in case.path_parameters and not _takes(unquote(case.path_parameters["agent_id"])):  # held percent-encoded
+        case.path_parameters = {**case.path_parameters, "agent_id": "fuzz-owner"}
+    return case
+
+
+def _takes(value: str) -> bool:
+    try:
+        check_owner_id("user", value)
+    except ValueError:
+        return False
+    return True
 
 
 def _without_cursor(case: Case) -> Case:

@@ -217,10 +217,10 @@ async def test_invalid_params_name_pointer_rule_and_type(server: LiveServer) -> 
     assert [(e["field"], e["rule"]) for e in bad_limit["errors"]] == [("/limit", "maximum")]
 
 
-async def test_payload_too_large(server: LiveServer) -> None:
+async def test_a_field_over_its_bound_is_invalid_params(server: LiveServer) -> None:
     async with server.client(server.token()) as client:
-        long = failed(await client.call_tool("execute_capability", {"name": "postMemory", "body": {"content": "x" * 8001}}), "payload_too_large")
-        many = failed(await client.call_tool("execute_capability", {"name": "postMemory", "body": {"content": "x", "tags": ["t"] * 33}}), "payload_too_large")
+        long = failed(await client.call_tool("execute_capability", {"name": "postMemory", "body": {"content": "x" * 8001}}), "invalid_params")
+        many = failed(await client.call_tool("execute_capability", {"name": "postMemory", "body": {"content": "x", "tags": ["t"] * 33}}), "invalid_params")
     assert [(e["field"], e["rule"]) for e in long["errors"]] == [("/body/content", "maxLength")]
     assert [(e["field"], e["rule"]) for e in many["errors"]] == [("/body/tags", "maxItems")]
 

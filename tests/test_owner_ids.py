@@ -4,19 +4,23 @@ MariaDB compares VARCHARs with PAD SPACE, even under ``utf8mb4_bin``: a token mi
 org ``"acme "`` read and changed org ``acme``'s memories there, while on SQLite it saw an
 empty org. Ids with surrounding whitespace, control characters, no characters or more
 than the column holds are therefore refused by the token store, the agent store and the
-CLI, on both backends.
+CLI, on both backends; so are invisible characters and text not in NFKC form, with which
+two ids that list alike would be two owners.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from memory_bank.cli import app
+from memory_bank.generated.spec import SPEC
 from memory_bank.security.principal import MAX_OWNER_ID_LENGTH, check_owner_id
 from memory_bank.settings import Settings
 from memory_bank.store import open_database
@@ -113,3 +117,45 @@ def test_a_project_filter_matches_only_that_project(make_client, path: str) -> N
         reply = ann.get(path, params={"project_id": project}).json()
         found = [m["project_id"] for m in reply.get("items", reply.get("results", []))]
         assert found == [project], (project, found)
+
+
+# Invisible and lookalike characters: the spec's pattern and ``check_owner_id`` agree (what
+# the pattern refuses the check refuses too, so a client validating against the spec is
+# never told yes where the server says no), and an accepted id shows every character it has.
+
+PATTERN = re.compile(SPEC["components"]["schemas"]["OwnerId"]["pattern"])
+#: Text weighted towards the characters an attacker would pick.
+TRICKY = st.text(
+    st.one_of(
+        st.characters(codec="utf-8"),
+        st.characters(categories=["Cf", "Zs", "Zl", "Zp", "Mn", "Cc"]),
+        st.sampled_from("\u3164\u115f\uffa0\u034f\ufe0f\u2800 a\u00e9e\u0301"),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+def accepted(value: str) -> bool:
+    try:
+        check_owner_id("user", value)
+    except ValueError:
+        return False
+    return True
+
+
+@given(TRICKY)
+@example("a\U000e0001")
+@example("ci runner")
+def test_the_check_never_accepts_what_the_pattern_refuses(value: str) -> None:
+    if accepted(value):
+        assert PATTERN.fullmatch(value), f"{value!r} passes the check but not the spec"
+
+
+@given(TRICKY)
+@example("\u200b")
+@example("a\u00a0b")
+def test_an_accepted_id_has_no_invisible_character_and_is_nfkc(value: str) -> None:
+    if accepted(value):
+        assert unicodedata.normalize("NFKC", value) == value
+        assert all(unicodedata.category(c)[0] not in "CZ" or c == " " for c in value)

@@ -54,6 +54,7 @@ RULE_BY_ERROR_TYPE: dict[str, str] = {
     "string_too_long": "maxLength",
     "too_short": "minItems",
     "too_long": "maxItems",
+    "unique_items": "uniqueItems",
     "string_pattern_mismatch": "pattern",
     "greater_than_equal": "minimum",
     "greater_than": "exclusiveMinimum",

@@ -53,6 +53,9 @@ class TypeNamer:
     inline_models: list[InlineModel] = field(default_factory=list)
     #: Python spelling per JSON type; models override ``integer`` (see ``render_models``).
     scalars: dict[str, str] = field(default_factory=lambda: dict(SCALARS))
+    #: The validator that enforces ``uniqueItems`` in the module being written; None where
+    #: the module has none, so such an array fails to generate instead of going unchecked.
+    unique_items: str | None = None
 
     def component(self, ref: str) -> tuple[str, dict[str, Any]]:
         """The Python name and schema a local component ``$ref`` points at."""
@@ -87,7 +90,8 @@ class TypeNamer:
         if isinstance(types, list):
             return _union(self.expression({**schema, "type": t}, owner) for t in types)
         if types == "array":
-            return f"list[{self.expression(schema.get('items', {}), owner + 'Item')}]"
+            items = f"list[{self.expression(schema.get('items', {}), owner + 'Item')}]"
+            return self._unique(items, owner) if schema.get("uniqueItems") is True else items
         if types == "object" or "properties" in schema:
             return self._object(schema, owner)
         if types in SCALARS:
@@ -95,6 +99,12 @@ class TypeNamer:
         if types is None:
             return "Any"
         raise CodegenError.at("spec", "schema-type", f"{owner}: unsupported schema type {types!r}")
+
+    def _unique(self, expression: str, owner: str) -> str:
+        """``expression`` carrying the validator that refuses repeated items (pydantic has no ``uniqueItems``)."""
+        if self.unique_items is None:
+            raise CodegenError.at("spec", "unique-items", f"{owner}: uniqueItems is only enforced in a schema component")
+        return f"Annotated[{expression}, AfterValidator({self.unique_items})]"
 
     def _object(self, schema: dict[str, Any], owner: str) -> str:
         if schema.get("properties"):

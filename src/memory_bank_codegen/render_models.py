@@ -19,7 +19,15 @@ from memory_bank_codegen.pytypes import SCALARS, InlineModel, TypeNamer, compone
 IMPORTS: ImportGroups = (
     {"datetime": ("date", "datetime"), "typing": ("Annotated", "Any", "Literal")},
     {
-        "pydantic": ("BaseModel", "BeforeValidator", "ConfigDict", "Field", "field_validator", "model_validator"),
+        "pydantic": (
+            "AfterValidator",
+            "BaseModel",
+            "BeforeValidator",
+            "ConfigDict",
+            "Field",
+            "field_validator",
+            "model_validator",
+        ),
         "pydantic_core": ("PydanticCustomError",),
     },
 )
@@ -51,9 +59,23 @@ def _refuse_null(cls: type, value: Any) -> Any:
     return value'''
 
 
+#: pydantic has no ``uniqueItems``, and a ``set`` would drop repeats silently: a client
+#: that sends ``["memory:read", "memory:read"]`` is told, as a JSON Schema validator
+#: would tell it. Equal means the same JSON value, so ``1`` and ``true`` differ.
+UNIQUE_HELPERS = '''def _unique_items(items: list[Any]) -> list[Any]:
+    """JSON Schema's ``uniqueItems``: a repeated item is refused, never dropped."""
+    for index, item in enumerate(items):
+        first = next(n for n, seen in enumerate(items) if type(seen) is type(item) and seen == item)
+        if first != index:
+            raise PydanticCustomError(
+                "unique_items", "item {index} repeats item {first}", {"index": index, "first": first}
+            )
+    return items'''
+
+
 def render_models(spec: dict[str, Any]) -> str:
     schemas: dict[str, Any] = spec.get("components", {}).get("schemas", {})
-    namer = TypeNamer(spec, scalars={**SCALARS, "integer": "JsonInt"})
+    namer = TypeNamer(spec, scalars={**SCALARS, "integer": "JsonInt"}, unique_items="_unique_items")
     blocks: list[str] = [NULL_HELPERS, INTEGER_HELPERS]
     classes: list[str] = []
     for key in _dependency_order(schemas):
@@ -68,6 +90,8 @@ def render_models(spec: dict[str, Any]) -> str:
             inline: InlineModel = namer.inline_models.pop(0)
             blocks.append(_render_class(inline.name, inline.schema, namer))
             classes.append(inline.name)
+    if any("AfterValidator(_unique_items)" in block for block in blocks):
+        blocks.insert(2, UNIQUE_HELPERS)
     rebuild = f"for _model in ({', '.join(classes)},):\n    _model.model_rebuild()\n" if classes else ""
     body = "\n\n\n".join(blocks) + "\n\n\n" + rebuild
     return import_block(body, IMPORTS) + "\n\n" + body

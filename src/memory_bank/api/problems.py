@@ -29,7 +29,6 @@ from memory_bank.errors import (
     ErrorCode,
     FieldError,
     InvalidInput,
-    PayloadTooLarge,
     field_errors,
 )
 
@@ -39,10 +38,6 @@ PROBLEM_JSON = "application/problem+json"
 
 #: The methods an ``Allow`` header may name, in the order it names them.
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
-
-#: Over a size bound in a body: the client sent too much, not something malformed.
-SIZE_RULES = frozenset({"maxLength", "maxItems"})
-
 
 @dataclass(frozen=True)
 class ProblemType:
@@ -134,12 +129,15 @@ def headers_of(error: DomainError) -> dict[str, str]:
     return headers
 
 
-def validation_error(errors: list[FieldError]) -> InvalidInput | PayloadTooLarge:
-    """413 when every failure is a body over its size bound, else 422 naming each field."""
-    too_large = all(e.rule in SIZE_RULES and e.field.startswith("/body") for e in errors)
-    kind = PayloadTooLarge if errors and too_large else InvalidInput
+def validation_error(errors: list[FieldError]) -> InvalidInput:
+    """422 naming each failing field, a field over its ``maxLength`` or ``maxItems`` too.
+
+    Only the body's bytes make a 413 (``api.bodies.read_capped``): a 129-character id
+    in a small body is a value the schema refuses, which a client fixes by changing
+    that value, not by sending less.
+    """
     summary = "; ".join(f"{e.field or '/'}: {e.message}" for e in errors[:5])
-    return kind(summary or "the request does not match the schema", errors)
+    return InvalidInput(summary or "the request does not match the schema", errors)
 
 
 def allowed_methods(request: Request) -> list[str]:

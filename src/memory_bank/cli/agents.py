@@ -6,13 +6,15 @@ the list) goes to stdout, confirmations and errors to stderr.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 import typer
 from rich.markup import escape
 
-from memory_bank.cli.console import ID_ARGUMENT, database, highlighted_stderr
+from memory_bank.cli.console import ID_ARGUMENT, LIST_PAGE, checked_id, database, highlighted_stderr
 from memory_bank.store.agents import AgentStore
+from memory_bank.store.keyset import every_page
 
 agent_app = typer.Typer(help="Agents: who writes on a user's behalf.", no_args_is_help=True)
 
@@ -37,16 +39,19 @@ def agent_create(
 
 
 def _set_active(agent_id: str, org: str | None, *, active: bool) -> None:
+    checked_id("agent", agent_id)
+    checked_id("org", org)
     store = _agents()
     matched = (store.reactivate if active else store.deactivate)(agent_id, org)
     if not matched:
-        highlighted_stderr.print(f"[red]no agent {agent_id!r}{f' in org {org!r}' if org else ''}[/]")
+        highlighted_stderr.print(f"[red]{escape(f'no agent {agent_id!r}' + (f' in org {org!r}' if org else ''))}[/]")
         raise typer.Exit(1)
     if len(matched) > 1:
         orgs = ", ".join(sorted(row.org_id for row in matched))
-        highlighted_stderr.print(f"[red]agent {agent_id!r} exists in several orgs ({orgs}); pass --org[/]")
+        highlighted_stderr.print(f"[red]{escape(f'agent {agent_id!r} exists in several orgs ({orgs}); pass --org')}[/]")
         raise typer.Exit(2)
-    highlighted_stderr.print(f"agent {agent_id!r} in org {matched[0].org_id!r} is {'reactivated' if active else 'deactivated'}")
+    state = "reactivated" if active else "deactivated"
+    highlighted_stderr.print(escape(f"agent {agent_id!r} in org {matched[0].org_id!r} is {state}"))
 
 
 AGENT_ID = Annotated[str, typer.Argument(help="The agent's id.", metavar="ID")]
@@ -68,6 +73,7 @@ def agent_reactivate(agent_id: AGENT_ID, org: AGENT_ORG = None) -> None:
 @agent_app.command("list")
 def agent_list(org: Annotated[str, typer.Option(help="Organisation to list.")]) -> None:
     """One line per agent: id, name, active or inactive, created at (tab-separated)."""
-    for row in _agents().in_org(org):
+    checked_id("org", org)
+    for row in every_page(partial(_agents().page, org, limit=LIST_PAGE)):
         state = "active" if row.active else "inactive"
         typer.echo(f"{row.id}\t{row.name}\t{state}\t{row.created_at.isoformat()}")

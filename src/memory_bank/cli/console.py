@@ -44,8 +44,27 @@ User = Annotated[str, typer.Option(help="User whose memories these are.")]
 #: beginning with ``-`` is still read as the argument rather than as an unknown option.
 ID_ARGUMENT = {"ignore_unknown_options": True}
 
+#: Rows read per query by ``token list`` and ``agent list``: they follow the store's
+#: cursors as an API client would, so no list is read in one unbounded query.
+LIST_PAGE = 100
+
 #: Field errors shown under a failure; the rest are counted.
 SHOWN_FIELD_ERRORS = 10
+
+
+def checked_id(kind: str, value: str | None) -> None:
+    """An org, user or agent id given on the command line, or exit 2 saying what is wrong with it.
+
+    The same rules as the admin API's (``check_owner_id``): an id with an invisible
+    character in it would list like another id and name a different owner.
+    """
+    if value is None:
+        return
+    try:
+        check_owner_id(kind, value)
+    except ValueError as exc:
+        stderr.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(2) from None
 
 
 def owner(org: str, user: str) -> Principal:
@@ -53,12 +72,8 @@ def owner(org: str, user: str) -> Principal:
 
     The ids are checked as token ids are (``check_owner_id``): ``--org "acme "`` would
     otherwise act on org ``acme`` on MariaDB and on an empty org on SQLite."""
-    try:
-        check_owner_id("org", org)
-        check_owner_id("user", user)
-    except ValueError as exc:
-        stderr.print(f"[red]{escape(str(exc))}[/]")
-        raise typer.Exit(2) from None
+    checked_id("org", org)
+    checked_id("user", user)
     return Principal(token_id="cli", org_id=org, user_id=user, agent_id=None, permissions=PERMISSIONS)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -62,7 +63,7 @@ def search(
     with plain_errors():
         hits = memory_store().search(owner(org, user), where, query, limit)
     if not hits:
-        stderr.print(f"No memory of {user} in {org} matches “{query}”.")
+        stderr.print(escape(f"No memory of {user} in {org} matches “{query}”."))
         return
     table = Table(title=f"“{query}”", expand=True)
     table.add_column("score", no_wrap=True)

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Annotated
 
 import typer
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from memory_bank.cli.console import (
     ID_ARGUMENT,
+    LIST_PAGE,
+    checked_id,
     database,
     fail,
     highlighted_stderr,
@@ -27,6 +31,7 @@ from memory_bank.cli.console import (
 )
 from memory_bank.errors import ErrorCode
 from memory_bank.store.columns import utcnow
+from memory_bank.store.keyset import every_page
 from memory_bank.store.tables import TokenRow
 from memory_bank.store.tokens import TokenStore
 
@@ -76,8 +81,9 @@ def token_list(
 
     Four columns that fit 80 characters: the id and each permission are never broken,
     the owner's three names share one column, one a line."""
+    checked_id("org", org)
     with plain_errors():
-        rows = TokenStore(database()).listed(org, revoked=revoked)
+        rows = list(every_page(partial(TokenStore(database()).page, org, revoked=revoked, limit=LIST_PAGE)))
     if not rows:
         stderr.print("No tokens." if revoked else "No live tokens (--revoked shows revoked ones).")
         return
@@ -88,7 +94,9 @@ def token_list(
     table.add_column("created (UTC)", min_width=WHEN_WIDTH)
     for row in rows:
         owner = "\n".join(part for part in (row.org_id, row.user_id, row.agent_id) if part)
-        table.add_row(_label(row), owner, "\n".join(row.permissions), _dates(row))
+        # Text, not str: a str cell is read as markup, so a name or id holding "[conceal]"
+        # or "[b]" would hide text or list "ac[b]me" as "acme".
+        table.add_row(Text(_label(row)), Text(owner), "\n".join(row.permissions), _dates(row))
     stdout.print(table)
 
 

@@ -18,7 +18,9 @@ class MemoryBankAdminApi(Protocol):
         principal: Principal,
         *,
         include_revoked: bool = False,
-    ) -> Reply[models.TokenList]:
+        cursor: str | None = None,
+        limit: int = 20,
+    ) -> Reply[models.TokenPage]:
         """listTokens: GET /v1/admin/tokens. List the organisation's tokens."""
         ...
 
@@ -61,7 +63,10 @@ class MemoryBankAdminApi(Protocol):
     async def list_agents(
         self,
         principal: Principal,
-    ) -> Reply[models.AgentList]:
+        *,
+        cursor: str | None = None,
+        limit: int = 20,
+    ) -> Reply[models.AgentPage]:
         """listAgents: GET /v1/admin/agents. List the organisation's agents."""
         ...
 

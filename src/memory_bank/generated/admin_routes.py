@@ -21,8 +21,19 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
     async def list_agents(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:admin"))],
+        cursor: Annotated[
+            str | None,
+            Query(
+                min_length=1,
+                max_length=1024,
+                description="Opaque cursor from the previous page's `next_cursor`.",
+            ),
+        ] = None,
+        limit: Annotated[
+            int, Query(ge=1, le=100, description="How many results to return at most.")
+        ] = 20,
     ) -> Response:
-        reply = await api.list_agents(principal)
+        reply = await api.list_agents(principal, cursor=cursor, limit=limit)
         return render_reply(reply, statuses=(200,), media_type="application/json")
 
     @router.post("/v1/admin/agents", operation_id="createAgent", include_in_schema=False)
@@ -49,8 +60,20 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
                 min_length=1,
                 max_length=128,
                 pattern=(
-                    "^[^\\s\\x00-\\x1f\\x7f-\\x9f](?:[^\\x00-\\x1f\\x7f-\\x9f]*"
-                    "[^\\s\\x00-\\x1f\\x7f-\\x9f])?$"
+                    "^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u0600-\\u0605"
+                    "\\u061c\\u06dd\\u070f\\u0890\\u0891\\u08e2\\u115f\\u1160\\"
+                    "u17b4\\u17b5\\u180b-\\u180f\\u200b-\\u200f\\u202a-\\u202e"
+                    "\\u2060-\\u206f\\u2800\\u3164\\ufe00-\\ufe0f\\ufeff\\uffa0"
+                    "\\ufff0-\\ufffb](?:[^\\x00-\\x1f\\x7f-\\x9f\\u00a0\\u1680"
+                    "\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\u00ad"
+                    "\\u034f\\u0600-\\u0605\\u061c\\u06dd\\u070f\\u0890\\u0891"
+                    "\\u08e2\\u115f\\u1160\\u17b4\\u17b5\\u180b-\\u180f\\u200b-"
+                    "\\u200f\\u202a-\\u202e\\u2060-\\u206f\\u2800\\u3164\\ufe00"
+                    "-\\ufe0f\\ufeff\\uffa0\\ufff0-\\ufffb]*[^\\s\\x00-\\x1f\\x"
+                    "7f-\\x9f\\u00ad\\u034f\\u0600-\\u0605\\u061c\\u06dd\\u070f"
+                    "\\u0890\\u0891\\u08e2\\u115f\\u1160\\u17b4\\u17b5\\u180b-"
+                    "\\u180f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u206f\\u280"
+                    "0\\u3164\\ufe00-\\ufe0f\\ufeff\\uffa0\\ufff0-\\ufffb])?$"
                 ),
                 description="The agent's id in your organisation.",
             ),
@@ -73,8 +96,20 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
                 min_length=1,
                 max_length=128,
                 pattern=(
-                    "^[^\\s\\x00-\\x1f\\x7f-\\x9f](?:[^\\x00-\\x1f\\x7f-\\x9f]*"
-                    "[^\\s\\x00-\\x1f\\x7f-\\x9f])?$"
+                    "^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u0600-\\u0605"
+                    "\\u061c\\u06dd\\u070f\\u0890\\u0891\\u08e2\\u115f\\u1160\\"
+                    "u17b4\\u17b5\\u180b-\\u180f\\u200b-\\u200f\\u202a-\\u202e"
+                    "\\u2060-\\u206f\\u2800\\u3164\\ufe00-\\ufe0f\\ufeff\\uffa0"
+                    "\\ufff0-\\ufffb](?:[^\\x00-\\x1f\\x7f-\\x9f\\u00a0\\u1680"
+                    "\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\u00ad"
+                    "\\u034f\\u0600-\\u0605\\u061c\\u06dd\\u070f\\u0890\\u0891"
+                    "\\u08e2\\u115f\\u1160\\u17b4\\u17b5\\u180b-\\u180f\\u200b-"
+                    "\\u200f\\u202a-\\u202e\\u2060-\\u206f\\u2800\\u3164\\ufe00"
+                    "-\\ufe0f\\ufeff\\uffa0\\ufff0-\\ufffb]*[^\\s\\x00-\\x1f\\x"
+                    "7f-\\x9f\\u00ad\\u034f\\u0600-\\u0605\\u061c\\u06dd\\u070f"
+                    "\\u0890\\u0891\\u08e2\\u115f\\u1160\\u17b4\\u17b5\\u180b-"
+                    "\\u180f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u206f\\u280"
+                    "0\\u3164\\ufe00-\\ufe0f\\ufeff\\uffa0\\ufff0-\\ufffb])?$"
                 ),
                 description="The agent's id in your organisation.",
             ),
@@ -88,8 +123,21 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
         *,
         principal: Annotated[Principal, Depends(authorize("memory:admin"))],
         include_revoked: Annotated[bool, Query(description="Also list revoked tokens.")] = False,
+        cursor: Annotated[
+            str | None,
+            Query(
+                min_length=1,
+                max_length=1024,
+                description="Opaque cursor from the previous page's `next_cursor`.",
+            ),
+        ] = None,
+        limit: Annotated[
+            int, Query(ge=1, le=100, description="How many results to return at most.")
+        ] = 20,
     ) -> Response:
-        reply = await api.list_tokens(principal, include_revoked=include_revoked)
+        reply = await api.list_tokens(
+            principal, include_revoked=include_revoked, cursor=cursor, limit=limit
+        )
         return render_reply(reply, statuses=(200,), media_type="application/json")
 
     @router.post("/v1/admin/tokens", operation_id="createToken", include_in_schema=False)

@@ -6,7 +6,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 
@@ -30,6 +38,19 @@ def _whole_number(value: Any) -> Any:
 
 
 JsonInt = Annotated[int, BeforeValidator(_whole_number)]
+
+
+def _unique_items(items: list[Any]) -> list[Any]:
+    """JSON Schema's ``uniqueItems``: a repeated item is refused, never dropped."""
+    for index, item in enumerate(items):
+        first = next(n for n, seen in enumerate(items) if type(seen) is type(item) and seen == item)
+        if first != index:
+            raise PydanticCustomError(
+                "unique_items",
+                "item {index} repeats item {first}",
+                {"index": index, "first": first},
+            )
+    return items
 
 
 MemoryId = Annotated[
@@ -418,10 +439,28 @@ OwnerId = Annotated[
         min_length=1,
         max_length=128,
         pattern=(
-            "^[^\\s\\x00-\\x1f\\x7f-\\x9f](?:[^\\x00-\\x1f\\x7f-\\x9f]*"
-            "[^\\s\\x00-\\x1f\\x7f-\\x9f])?$"
+            "^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u0600-\\u0605"
+            "\\u061c\\u06dd\\u070f\\u0890\\u0891\\u08e2\\u115f\\u1160\\"
+            "u17b4\\u17b5\\u180b-\\u180f\\u200b-\\u200f\\u202a-\\u202e"
+            "\\u2060-\\u206f\\u2800\\u3164\\ufe00-\\ufe0f\\ufeff\\uffa0"
+            "\\ufff0-\\ufffb](?:[^\\x00-\\x1f\\x7f-\\x9f\\u00a0\\u1680"
+            "\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\u00ad"
+            "\\u034f\\u0600-\\u0605\\u061c\\u06dd\\u070f\\u0890\\u0891"
+            "\\u08e2\\u115f\\u1160\\u17b4\\u17b5\\u180b-\\u180f\\u200b-"
+            "\\u200f\\u202a-\\u202e\\u2060-\\u206f\\u2800\\u3164\\ufe00"
+            "-\\ufe0f\\ufeff\\uffa0\\ufff0-\\ufffb]*[^\\s\\x00-\\x1f\\x"
+            "7f-\\x9f\\u00ad\\u034f\\u0600-\\u0605\\u061c\\u06dd\\u070f"
+            "\\u0890\\u0891\\u08e2\\u115f\\u1160\\u17b4\\u17b5\\u180b-"
+            "\\u180f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u206f\\u280"
+            "0\\u3164\\ufe00-\\ufe0f\\ufeff\\uffa0\\ufff0-\\ufffb])?$"
         ),
-        description="A user or agent id of the organisation.",
+        description=(
+            "A user or agent id of the organisation. Two ids that look "
+            "alike must be one owner, so beyond the pattern the server "
+            "also refuses format, private-use and unassigned characters "
+            "outside the Basic Multilingual Plane, and ids not in "
+            "Unicode NFKC form."
+        ),
     ),
 ]
 
@@ -431,7 +470,12 @@ Name = Annotated[
     Field(
         min_length=1,
         max_length=128,
-        pattern="^[^\\x00-\\x1f\\x7f-\\x9f]+$",
+        pattern=(
+            "^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u202a-\\u202e\\u2066-\\u2069"
+            "](?:[^\\x00-\\x1f\\x7f-\\x9f\\u202a-\\u202e\\u2066-\\u2069"
+            "]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u202a-\\u202e\\u2066-\\u206"
+            "9])?$"
+        ),
         description="A name people read in lists.",
     ),
 ]
@@ -447,7 +491,9 @@ class TokenCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: Name = Field(description="What the token is for.")
-    permissions: list[Permission] = Field(min_length=1, max_length=3)
+    permissions: Annotated[list[Permission], AfterValidator(_unique_items)] = Field(
+        min_length=1, max_length=3
+    )
     user_id: OwnerId | None = Field(
         default=None,
         description="The user the token acts as; yourself when left out.",
@@ -502,10 +548,13 @@ class TokenSecret(BaseModel):
     )
 
 
-class TokenList(BaseModel):
+class TokenPage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    tokens: list[Token]
+    items: list[Token]
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null on the last page."
+    )
 
 
 class AgentCreate(BaseModel):
@@ -523,10 +572,13 @@ class Agent(BaseModel):
     created_at: datetime
 
 
-class AgentList(BaseModel):
+class AgentPage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    agents: list[Agent]
+    items: list[Agent]
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null on the last page."
+    )
 
 
 for _model in (
@@ -548,9 +600,9 @@ for _model in (
     TokenCreate,
     Token,
     TokenSecret,
-    TokenList,
+    TokenPage,
     AgentCreate,
     Agent,
-    AgentList,
+    AgentPage,
 ):
     _model.model_rebuild()

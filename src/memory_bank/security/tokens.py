@@ -51,8 +51,16 @@ def use_is_stale(last_used_at: datetime | None, now: datetime) -> bool:
 
 
 def granted(permissions: Iterable[str]) -> list[str]:
-    """``permissions`` sorted and deduplicated; ``ValueError`` naming any unknown one."""
-    chosen = sorted(set(permissions))
+    """``permissions`` sorted; ``ValueError`` naming any unknown or repeated one.
+
+    A repeat is refused, not dropped, as the admin API's ``uniqueItems`` refuses it: a
+    list that says something twice was probably meant to say something else.
+    """
+    asked = list(permissions)
+    chosen = sorted(set(asked))
+    if len(chosen) < len(asked):
+        repeated = sorted({p for p in asked if asked.count(p) > 1})
+        raise ValueError(f"permission(s) given more than once: {', '.join(repeated)}")
     unknown = set(chosen) - PERMISSIONS
     if unknown:
         raise ValueError(f"unknown permission(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(PERMISSIONS))}")

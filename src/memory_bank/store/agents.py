@@ -19,16 +19,21 @@ from sqlmodel import Session, col
 from memory_bank.security.principal import check_owner_id
 from memory_bank.store.columns import new_id
 from memory_bank.store.database import transaction
+from memory_bank.store.keyset import AGENTS
 from memory_bank.store.tables import AgentRow
 
 #: Ids per IN (...) probe: well under every backend's bound-parameter limit.
 _IN_CHUNK = 500
 
 
+class AgentDeactivated(ValueError):
+    """A token was asked for an agent that is deactivated: it could never write."""
+
+
 def register_for_token(session: Session, org_id: str, agent_id: str | None) -> None:
     """Make sure a token's agent exists in its org, inside the token's own transaction.
 
-    Raises ``ValueError`` for a deactivated agent: a token for it could never write.
+    Raises ``AgentDeactivated`` for a deactivated agent: a token for it could never write.
     """
     if agent_id is None:
         return
@@ -36,7 +41,7 @@ def register_for_token(session: Session, org_id: str, agent_id: str | None) -> N
     if row is None:
         session.add(AgentRow(org_id=org_id, id=agent_id, name=agent_id))
     elif not row.active:
-        raise ValueError(f"agent {agent_id!r} is deactivated in org {org_id!r}")
+        raise AgentDeactivated(f"agent {agent_id!r} is deactivated in org {org_id!r}")
 
 
 class AgentStore:
@@ -69,10 +74,10 @@ class AgentStore:
                 found.update(session.scalars(statement))
         return found
 
-    def in_org(self, org_id: str) -> list[AgentRow]:
-        statement = sa.select(AgentRow).where(col(AgentRow.org_id) == org_id).order_by(col(AgentRow.created_at), col(AgentRow.id))
-        with transaction(self._engine) as session:
-            return list(session.scalars(statement))
+    def page(self, org_id: str, *, limit: int, cursor: str | None = None) -> tuple[list[AgentRow], str | None]:
+        """One page of the org's agents oldest first, and the cursor of the next page (None on the last)."""
+        statement = sa.select(AgentRow).where(col(AgentRow.org_id) == org_id)
+        return AGENTS.page(self._engine, statement, limit, cursor, descending=False)
 
     def deactivate(self, agent_id: str, org_id: str | None = None) -> list[AgentRow]:
         """Deactivate ``agent_id`` (in ``org_id``, if given); returns the rows it matched.

@@ -35,7 +35,7 @@ from memory_bank.store.contention import DatabaseBusy
 from memory_bank.store.database import search_backend, transaction, vector_index
 from memory_bank.store.filters import MemoryFilter, current, not_deleted, owned_by, visible_to
 from memory_bank.store.idempotency import content_hash, content_key, header_key
-from memory_bank.store.keyset import beyond, decode_cursor, encode_cursor, key_of, order
+from memory_bank.store.keyset import MEMORIES
 from memory_bank.store.search.indexing import EMBEDDER_OPTION
 from memory_bank.store.search import changes
 from memory_bank.store.search.pipeline import MemorySearch
@@ -211,14 +211,8 @@ class MemoryStore:
         self, principal: Principal, where: MemoryFilter, limit: int, cursor: str | None = None
     ) -> tuple[list[MemoryRow], str | None]:
         """One page newest first and the cursor of the next page (None on the last)."""
-        clauses = where.clauses(principal, self._search)
-        if cursor is not None:
-            clauses.append(beyond(decode_cursor(cursor), descending=True))
-        statement = sa.select(MemoryRow).where(*clauses).order_by(*order(descending=True)).limit(limit + 1)
-        with transaction(self._engine) as session:
-            rows = list(session.scalars(statement))
-        more = len(rows) > limit
-        return rows[:limit], encode_cursor(key_of(rows[limit - 1])) if more else None
+        statement = sa.select(MemoryRow).where(*where.clauses(principal, self._search))
+        return MEMORIES.page(self._engine, statement, limit, cursor, descending=True)
 
     def search(
         self, principal: Principal, where: MemoryFilter, q: str | None, limit: int, min_score: float = 0.0
@@ -235,7 +229,7 @@ class MemoryStore:
                 statement = (
                     sa.select(MemoryRow)
                     .where(*clauses)
-                    .order_by(col(MemoryRow.keypath).is_(None), col(MemoryRow.keypath), *order(descending=False))
+                    .order_by(col(MemoryRow.keypath).is_(None), col(MemoryRow.keypath), *MEMORIES.order(descending=False))
                     .limit(limit)
                 )
                 return [(row, 1.0) for row in session.scalars(statement)]
@@ -338,7 +332,7 @@ class MemoryStore:
             statement = (
                 sa.select(MemoryRow)
                 .where(visible_to(principal), col(MemoryRow.keypath) == keypath, current())
-                .order_by(sa.case((col(MemoryRow.user_id) == principal.user_id, 0), else_=1), *order(descending=True))
+                .order_by(sa.case((col(MemoryRow.user_id) == principal.user_id, 0), else_=1), *MEMORIES.order(descending=True))
             )
             row = session.scalars(statement).first()
         if row is None:
@@ -361,8 +355,8 @@ class MemoryStore:
         """The ``size`` rows the caller owns that follow ``after``, oldest first, superseded and deleted included."""
         clauses = [owned_by(principal)]
         if after is not None:
-            clauses.append(beyond(key_of(after), descending=False))
-        statement = sa.select(MemoryRow).where(*clauses).order_by(*order(descending=False)).limit(size)
+            clauses.append(MEMORIES.beyond(MEMORIES.key_of(after), descending=False))
+        statement = sa.select(MemoryRow).where(*clauses).order_by(*MEMORIES.order(descending=False)).limit(size)
         with transaction(self._engine) as session:
             return list(session.scalars(statement))
 

@@ -32,6 +32,7 @@ from memory_bank.store.agents import register_for_token
 from memory_bank.store.columns import utcnow
 from memory_bank.store.contention import DatabaseBusy
 from memory_bank.store.database import transaction
+from memory_bank.store.keyset import TOKENS
 from memory_bank.store.tables import TokenRow
 
 #: A SELECT or an UPDATE of the token table, narrowed to one token by ``TokenStore._by_id``.
@@ -113,15 +114,16 @@ class TokenStore:
         with suppress(DatabaseBusy), transaction(self._engine, write=True) as session:
             session.execute(statement)
 
-    def listed(self, org_id: str | None, *, revoked: bool) -> list[TokenRow]:
-        """Tokens oldest first, of one org if given; revoked ones only when asked for."""
-        statement = sa.select(TokenRow).order_by(col(TokenRow.created_at), col(TokenRow.pk))
+    def page(
+        self, org_id: str | None, *, revoked: bool, limit: int, cursor: str | None = None
+    ) -> tuple[list[TokenRow], str | None]:
+        """One page of tokens oldest first, of one org if given, revoked ones only when asked for; and the next cursor."""
+        statement = sa.select(TokenRow)
         if org_id is not None:
             statement = statement.where(col(TokenRow.org_id) == org_id)
         if not revoked:
             statement = statement.where(col(TokenRow.revoked_at).is_(None))
-        with transaction(self._engine) as session:
-            return list(session.scalars(statement))
+        return TOKENS.page(self._engine, statement, limit, cursor, descending=False)
 
     def find(self, token_id: str, org_id: str | None = None) -> TokenRow | None:
         """The token with this id (in ``org_id``, if given), revoked or not."""
@@ -140,7 +142,9 @@ class TokenStore:
 
         None when no live token has this id. The swap is conditional on the secret read,
         so of two rotations at once one wins and the other is ``conflict``: exactly one
-        new secret is live, and its caller is the one told so.
+        new secret is live, and its caller is the one told so. An expired token is
+        ``conflict`` too: rotation keeps the expiry, so its new secret would be born
+        dead; the answer says to create a token instead.
         """
         plaintext = mint()
         with transaction(self._engine, write=True) as session:
@@ -149,6 +153,11 @@ class TokenStore:
             ).first()
             if row is None:
                 return None
+            if is_expired(row.expires_at, utcnow()):
+                raise Conflict(
+                    f"token {token_id} expired at {row.expires_at:%Y-%m-%dT%H:%M:%SZ} and rotation keeps the expiry; "
+                    "create a new token instead"
+                )
             swap = (
                 sa.update(TokenRow)
                 .where(col(TokenRow.pk) == row.pk, col(TokenRow.token_hash) == row.token_hash)
