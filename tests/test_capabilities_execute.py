@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from memory_bank.api.problems import validation_error
+from memory_bank.capabilities.execute.dispatch import ROUTES
 from memory_bank.capabilities.execute.outcome import is_wrapped, response_outcome
 from memory_bank.capabilities.execute.validation import ArgumentSchema, decode_groups, schema_failures
 from memory_bank.errors import json_pointer
@@ -222,3 +223,11 @@ def test_the_compiled_check_finds_exactly_what_jsonschema_finds(name: str, data:
     schema = CATALOG[name]["inputSchema"]
     arguments = data.draw(near(schema))
     assert ArgumentSchema(schema).failures(arguments) == schema_failures(Draft202012Validator(schema), arguments)
+
+
+def test_the_route_table_holds_every_operation_of_the_spec_once_where_the_catalog_sends_it() -> None:
+    operations = [(method.upper(), path, op["operationId"]) for path, item in SPEC["paths"].items()
+                  for method, op in item.items() if isinstance(op, dict) and "operationId" in op]
+    assert sorted(ROUTES) == sorted(name for _, _, name in operations)
+    assert all(ROUTES[name] == (method, path) for method, path, name in operations)
+    assert all(ROUTES[c["name"]] == (c["method"], c["path"]) for c in CAPABILITIES)

@@ -41,7 +41,7 @@ from memory_bank.capabilities.registry import CapabilityRegistry
 from memory_bank.errors import DomainError, NotFound, PermissionDenied
 from memory_bank.generated.spec import SPEC
 
-__all__ = ["Call", "Executor", "Refusal"]
+__all__ = ["ROUTES", "Call", "Executor", "Refusal"]
 
 log = logging.getLogger(__name__)
 
@@ -77,13 +77,13 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _route_of(operation_id: str) -> tuple[str, str]:
-    """``(METHOD, path)`` of an operation in the served spec."""
-    for path, item in SPEC["paths"].items():
-        for method, operation in item.items():
-            if isinstance(operation, dict) and operation.get("operationId") == operation_id:
-                return method.upper(), path
-    raise LookupError(f"{operation_id} is not in the spec")
+#: ``operationId -> (METHOD, path)`` for every operation of the served spec, read once at start-up.
+ROUTES: dict[str, tuple[str, str]] = {
+    operation["operationId"]: (method.upper(), path)
+    for path, item in SPEC["paths"].items()
+    for method, operation in item.items()
+    if isinstance(operation, dict) and "operationId" in operation
+}
 
 
 @dataclass
@@ -103,7 +103,7 @@ class Executor:
         self._app = app
         self._routes: ASGIApp | None = None
         self._schemas = {c["name"]: ArgumentSchema(c["inputSchema"]) for c in registry}
-        self._search_route = _route_of("searchCapabilities")
+        self._search_route = ROUTES["searchCapabilities"]
 
     def _behind_problem_handlers(self) -> ASGIApp:
         """The app's routes wrapped as FastAPI wraps them innermost (built on first use: the
