@@ -6,7 +6,7 @@ has its own codes for these: ``-32700`` when the body is not JSON, ``-32600`` wh
 is not a single request, notification or response. A message with an ``id`` that is
 not a string or an integer (an object, an array, a float, null, a boolean) is not a
 notification either, though the SDK's union takes it for one and answers nothing
-(202): its sender expects an answer, so it gets ``-32600`` too (JSON-RPC 2.0 §4, §5). The answer is short, fixed text
+(202): its sender expects an answer, so it gets ``-32600`` too. The answer is short, fixed text
 with ``id: null`` (JSON-RPC 2.0 §5: the id of an invalid request is not trusted), so
 nothing a client sent is reflected. Batches are refused: MCP 2025-06-18 dropped them.
 The body is checked with the SDK's own message adapter, so exactly what passes here
@@ -36,7 +36,6 @@ NOT_A_MESSAGE = (
     '(request or notification) or "result"/"error" (response)'
 )
 BAD_ID = 'Invalid Request: "id" must be a string or an integer; a notification has no "id"'
-
 
 
 class EnvelopeError(Exception):
