@@ -1,7 +1,7 @@
 """What MCP costs over REST: execute_capability(getMemorySearch) vs GET /v1/memory/search,
 next to FastMCP's ``from_fastapi`` bridge over the same app.
 
-    .venv/bin/python bench/mcp_vs_rest.py [--rounds N] [--memories M] [--json]
+    .venv/bin/python bench/mcp_vs_rest.py [--rounds N] [--memories M] [--json] [--in-process]
 
 One run, fresh SQLite, rate limit lifted, one token, M memories, two servers in
 subprocesses: ``memory-bank serve`` and the same app behind
@@ -14,6 +14,11 @@ call is the REST call plus the MCP layer (JSON-RPC over streamable HTTP, the arg
 check, an in-process dispatch), so the difference is that layer's cost. It is measured
 twice: with the Python SDK's client (whose own work, such as checking the result against
 the tool's output schema, is in its figure) and as the bare JSON-RPC POST it sends.
+
+``--in-process`` measures the server's side alone: the app in this process behind
+``httpx.ASGITransport`` (no sockets, no subprocesses), the bare POST and the REST call
+alternated, each timed on the wall clock and in CPU time (``time.process_time``, which a
+busy machine's other processes do not inflate as they do the wall clock).
 """
 
 from __future__ import annotations
@@ -155,11 +160,51 @@ async def measure(base: str, bridge: str, token: str, rounds: int, memories: int
     return figures
 
 
+async def measure_in_process(database_url: str, rounds: int, memories: int) -> dict[str, Any]:
+    """``measure``'s bare POST against REST, in process; figures per call: medians, CPU means."""
+    from memory_bank.app import create_app
+    from memory_bank.settings import Settings
+
+    app = create_app(Settings(database_url=database_url, rate_limit_rpm=1_000_000))
+    token, _ = app.state.tokens.create("bench", "ada", "laptop", ["memory:read", "memory:write"])
+    wall: dict[str, list[float]] = {"mcp": [], "rest": []}
+    cpu: dict[str, list[float]] = {"mcp": [], "rest": []}
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000", headers={"Authorization": f"Bearer {token}"}) as client,
+    ):
+        for n in range(memories):
+            topic = "Deploy to a Daytona sandbox before merging" if n % 10 == 0 else "The user prefers short answers"
+            (await client.post("/v1/memory", json={"content": f"{topic} (note {n})", "tags": ["bench"]})).raise_for_status()
+        for n in range(WARMUP + rounds):
+            for name in ("mcp", "rest"):
+                started, started_cpu = time.perf_counter(), time.process_time()
+                if name == "mcp":
+                    response = await client.post("/mcp", json=TOOL_CALL, headers=JSONRPC_HEADERS)
+                else:
+                    response = await client.get("/v1/memory/search", params=QUERY)
+                ended, ended_cpu = time.perf_counter(), time.process_time()
+                if response.status_code != 200 or (name == "mcp" and response.json()["result"].get("isError")):
+                    raise SystemExit(f"a search failed: {response.text}")
+                if n >= WARMUP:
+                    wall[name].append((ended - started) * 1000)
+                    cpu[name].append((ended_cpu - started_cpu) * 1000)
+    app.state.engine.dispose()
+    figures: dict[str, Any] = {"rounds": rounds, "memories": memories}
+    for name in ("mcp", "rest"):
+        figures |= summary(name, wall[name]) | {f"{name}_cpu_ms_mean": round(statistics.mean(cpu[name]), 3)}
+    figures["mcp_over_rest"] = round(figures["mcp_ms_median"] / figures["rest_ms_median"], 3)
+    figures["mcp_over_rest_cpu"] = round(figures["mcp_cpu_ms_mean"] / figures["rest_cpu_ms_mean"], 3)
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--memories", type=int, default=200)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--in-process", action="store_true", help="the server's side alone: the app in this process, no sockets")
     parser.add_argument("--serve-fastmcp", type=int, metavar="PORT", help=argparse.SUPPRESS)
     parser.add_argument("--token", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -167,6 +212,15 @@ def main() -> None:
         serve_fastmcp(args.serve_fastmcp, args.token)
         return
     with tempfile.TemporaryDirectory() as directory:
+        if args.in_process:
+            from memory_bank.store.database import create_schema, make_engine
+
+            url = f"sqlite:///{Path(directory) / 'memory-bank.db'}"
+            engine = make_engine(url)
+            create_schema(engine)
+            engine.dispose()
+            report(asyncio.run(measure_in_process(url, args.rounds, args.memories)), as_json=args.json)
+            return
         env = {
             **os.environ,
             "MEMORY_BANK_DATABASE_URL": f"sqlite:///{Path(directory) / 'memory-bank.db'}",

@@ -78,3 +78,23 @@ def test_tokens_are_stored_as_digests_only(settings) -> None:
     assert tokens.count() == 1
     with pytest.raises(ValueError):
         tokens.create("acme", "ann", None, ["memory:root"])
+
+
+@pytest.mark.parametrize("sent", ["none", "not a token", "revoked"])
+def test_rest_and_mcp_refuse_a_token_with_one_and_the_same_challenge(app, settings, sent: str) -> None:
+    """One builder for both doors: the realm-less RFC 9728 challenge pointing at the resource document."""
+    tokens = TokenStore(open_database(settings))
+    plaintext, record = tokens.create("acme", "ann", None, ["memory:read"])
+    assert tokens.revoke(record.id)
+    authorization = {"none": {}, "not a token": {"Authorization": "Bearer mb_not-a-token"},
+                     "revoked": {"Authorization": f"Bearer {plaintext}"}}[sent]
+    tool_call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                 "params": {"name": "execute_capability", "arguments": {"name": "listMemories"}}}
+    with TestClient(app, base_url=settings.public_url) as client:
+        rest = client.get("/v1/memory", headers=authorization)
+        mcp = client.post("/mcp", json=tool_call, headers={**authorization, "Accept": "application/json, text/event-stream"})
+    assert rest.status_code == mcp.status_code == 401
+    expected = f'Bearer resource_metadata="{settings.public_url}/.well-known/oauth-protected-resource"'
+    if sent != "none":
+        expected += ', error="invalid_token"'
+    assert rest.headers.get_list("www-authenticate") == mcp.headers.get_list("www-authenticate") == [expected]

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from memory_bank.api.problems import validation_error
+from memory_bank.capabilities.execute.dispatch import ROUTES
 from memory_bank.capabilities.execute.outcome import is_wrapped, response_outcome
-from memory_bank.capabilities.execute.validation import decode_groups, schema_failures
+from memory_bank.capabilities.execute.validation import ArgumentSchema, decode_groups, schema_failures
 from memory_bank.errors import json_pointer
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.generated.spec import SPEC
@@ -176,3 +177,57 @@ def test_the_json_lines_operations_are_not_capabilities() -> None:
         for media in part.get("content", {})
     }
     assert "application/x-ndjson" not in media_types
+
+
+#: Any JSON value, for where a call sends something other than what the schema wants.
+ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+#: Strings near the edges the catalog's bounds and patterns draw: lengths, whitespace of every kind, newlines.
+WHITESPACE = " \t\n\x1c\x1f\x85\xa0\u2028\ufeff"
+EDGE_TEXT = (
+    st.text(alphabet=st.sampled_from(WHITESPACE), min_size=1, max_size=4)
+    | st.text(alphabet=st.sampled_from("aZ09_-" + WHITESPACE), max_size=24)
+    | st.text(max_size=24)
+)
+
+
+def near(schema: dict) -> st.SearchStrategy[object]:
+    """Values shaped by ``schema``, some just inside its bounds, some just outside, some of another type."""
+    kind = schema.get("type")
+    guided: st.SearchStrategy[object]
+    if kind == "object" or "properties" in schema:
+        members = {name: near(member) for name, member in (schema.get("properties") or {}).items()}
+        required = {name: members.pop(name) for name in schema.get("required") or () if name in members}
+        guided = st.fixed_dictionaries(required, optional={**members, "unexpected": ANY_JSON})
+    elif kind == "array":
+        guided = st.lists(near(schema.get("items") or {}), max_size=(schema.get("maxItems") or 3) + 1)
+    elif kind == "string":
+        guided = st.sampled_from(schema["enum"]) | EDGE_TEXT if "enum" in schema else EDGE_TEXT
+        if "maxLength" in schema:
+            guided |= st.sampled_from(["x" * schema["maxLength"], "x" * (schema["maxLength"] + 1)])
+    elif kind in ("integer", "number"):
+        low, high = schema.get("minimum", -5), schema.get("maximum", 5)
+        guided = st.integers(int(low) - 1, int(high) + 1) | st.floats(low - 1, high + 1) | st.sampled_from([float(low), 10**30])
+    else:
+        guided = ANY_JSON
+    return guided | ANY_JSON
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from(sorted(CATALOG)), st.data())
+def test_the_compiled_check_finds_exactly_what_jsonschema_finds(name: str, data: st.DataObject) -> None:
+    """The compiled validator only decides whether to walk: its answer never differs from jsonschema's."""
+    schema = CATALOG[name]["inputSchema"]
+    arguments = data.draw(near(schema))
+    assert ArgumentSchema(schema).failures(arguments) == schema_failures(Draft202012Validator(schema), arguments)
+
+
+def test_the_route_table_holds_every_operation_of_the_spec_once_where_the_catalog_sends_it() -> None:
+    operations = [(method.upper(), path, op["operationId"]) for path, item in SPEC["paths"].items()
+                  for method, op in item.items() if isinstance(op, dict) and "operationId" in op]
+    assert sorted(ROUTES) == sorted(name for _, _, name in operations)
+    assert all(ROUTES[name] == (method, path) for method, path, name in operations)
+    assert all(ROUTES[c["name"]] == (c["method"], c["path"]) for c in CAPABILITIES)

@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 
 from memory_bank.app import create_app
 from memory_bank.capabilities.ranking.search import CapabilitySearch
+from memory_bank.capabilities.registry import CapabilityRegistry
 from memory_bank.capabilities.ranking.semantic import SemanticIndex, capability_texts
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.settings import Settings
@@ -68,3 +69,29 @@ def test_the_embedding_side_takes_an_operations_closest_example() -> None:
     unrelated, closest, other = index.scores("forget my address")
     assert closest == pytest.approx(float(embed(["forget that"])[0] @ embed(["forget my address"])[0]))
     assert closest > other and closest > unrelated and capability_texts(plain) == ["Drop a record"]
+
+
+def test_each_capability_text_is_embedded_once_whatever_the_permission_sets() -> None:
+    """The registry ranks each permission set on its own index; the sets share their texts' vectors,
+    and every index ranks as one built alone on the same embedder."""
+    np = semantic_extra("numpy")
+    embedded: list[str] = []
+
+    def embed(texts: Sequence[str]) -> Any:
+        embedded.extend(texts)
+        rows = np.array([[(hash(word) % 7) + 1.0 for word in (text + " x y z").split()[:4]] for text in texts])
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+    registry = CapabilityRegistry(CAPABILITIES, embedder=embed)
+    sets = [{"memory:read"}, {"memory:read", "memory:write"}, {"memory:admin"}, {"memory:write"}]
+    served = {}
+    for granted in sets:
+        allows = {*granted, "token:any"}.__contains__
+        served[frozenset(granted)] = [(c.name, c.score) for c in registry.search(QUERY, allows=allows, limit=5).results]
+    read = {text for granted in sets for c in registry.allowed({*granted, "token:any"}.__contains__) for text in capability_texts(c)}
+    assert sorted(text for text in embedded if text != QUERY) == sorted(read)  # each once, though the sets overlap
+    assert embedded.count(QUERY) == len(sets)  # queries are embedded at each search, never kept
+    for granted in sets:
+        allows = {*granted, "token:any"}.__contains__
+        alone = CapabilitySearch(registry.allowed(allows), embedder=embed).search(QUERY, limit=5)
+        assert served[frozenset(granted)] == [(m.capability["name"], round(m.score, 4)) for m in alone]

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from memory_bank.mcp.envelope import BATCH, NOT_A_MESSAGE, NOT_JSON
+from memory_bank.mcp.envelope import BAD_ID, BATCH, NOT_A_MESSAGE, NOT_JSON
 from memory_bank.mcp.http import MAX_BODY_BYTES
 from support.mcp_live import LiveServer, live_server
 
@@ -144,6 +144,29 @@ def test_a_malformed_envelope_is_a_short_invalid_request(http: httpx.Client, val
     if version is not None:
         envelope["jsonrpc"] = version
     jsonrpc_error(post(http, json.dumps(envelope).encode()), -32600, NOT_A_MESSAGE)
+
+
+@LIVE
+@given(
+    request_id=json_values.filter(lambda v: not isinstance(v, str) and (isinstance(v, bool) or not isinstance(v, int))),
+    method=st.sampled_from(["ping", "tools/list", "tools/call", "notifications/initialized", "no/such/method"]),
+)
+def test_a_message_whose_id_is_no_string_or_integer_is_an_invalid_request(
+    http: httpx.Client, request_id: Any, method: str
+) -> None:
+    """An object, array, float, null or boolean ``id`` is answered, not taken for a notification (202)."""
+    message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {}}
+    jsonrpc_error(post(http, json.dumps(message).encode()), -32600, BAD_ID)
+
+
+@pytest.mark.parametrize("request_id", [{"n": 1}, [1], 1.5, 1.0])
+def test_the_ids_the_protocol_refuses_are_answered_and_a_notification_still_is_not(http: httpx.Client, request_id: Any) -> None:
+    call = {"jsonrpc": "2.0", "id": request_id, "method": "tools/list"}
+    jsonrpc_error(post(http, json.dumps(call).encode()), -32600, BAD_ID)
+    notification = post(http, json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode())
+    assert (notification.status_code, notification.content) == (202, b"")
+    for good in (7, "call-7"):
+        assert post(http, json.dumps({**call, "id": good}).encode()).json()["id"] == good
 
 
 @LIVE

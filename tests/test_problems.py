@@ -38,7 +38,7 @@ def test_a_problem_document_carries_the_code_status_title_and_field_errors() -> 
 
 
 def test_the_headers_a_code_implies() -> None:
-    assert headers_of(Unauthorized("no token")) == {"WWW-Authenticate": 'Bearer realm="memory-bank"'}
+    assert headers_of(Unauthorized("no token")) == {}  # the challenge comes with the token check's refusal
     assert headers_of(RateLimited("spent", retry_after=15)) == {"Retry-After": "15"}
     assert headers_of(Conflict("x")) == {}
 

@@ -59,7 +59,7 @@ def challenge(public_url: str, *, error: str | None = None, scope: str | None = 
     return {"WWW-Authenticate": value}
 
 
-async def principal_of(tokens: TokenStore, token: str | None, oauth: OAuthTokens | None = None) -> Principal:
+async def _principal_of(tokens: TokenStore, token: str | None, oauth: OAuthTokens | None = None) -> Principal:
     """Whose bearer ``token`` is (None: none was sent), or ``unauthorized`` saying which is wrong.
 
     The one token check of both doors: the REST routes and the MCP transport. A JWT goes to
@@ -77,9 +77,9 @@ async def principal_of(tokens: TokenStore, token: str | None, oauth: OAuthTokens
 
 
 async def challenged_principal(tokens: TokenStore, token: str | None, oauth: OAuthTokens | None, public_url: str) -> Principal:
-    """``principal_of``, its refusal carrying the challenge a client discovers the authorization server by."""
+    """``_principal_of``, its refusal carrying the challenge a client discovers the authorization server by."""
     try:
-        return await principal_of(tokens, token, oauth)
+        return await _principal_of(tokens, token, oauth)
     except Unauthorized as refused:
         error = None if token is None else "invalid_token"
         raise HttpRefusal(refused, headers=challenge(public_url, error=error)) from None

@@ -57,16 +57,23 @@ def in_process_call(scope: Scope) -> InProcessCall | None:
 
 
 class _JsonReply(Response):
-    """A JSON reply: its bytes for the wire, and its ``Reply`` handed to an in-process caller."""
+    """A JSON reply: its ``Reply`` handed to an in-process caller, its bytes rendered only for the wire.
+
+    An in-process caller takes the object and would throw the bytes away, so they are
+    rendered when the request is an outside one (the body is empty otherwise).
+    """
 
     def __init__(self, reply: Reply[object], status_code: int) -> None:
-        super().__init__(pydantic_core.to_json(reply.body), status_code=status_code, media_type="application/json")
+        super().__init__(status_code=status_code, media_type="application/json")
         self._reply = reply
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         call = in_process_call(scope)
         if call is not None:
             call.reply = self._reply
+        else:
+            self.body = pydantic_core.to_json(self._reply.body)
+            self.headers["content-length"] = str(len(self.body))
         await super().__call__(scope, receive, send)
 
 

@@ -73,15 +73,13 @@ CODE_BY_STATUS: dict[int, ErrorCode] = {
     429: ErrorCode.rate_limited,
 }
 
-#: A 401 names the scheme to authenticate with (RFC 9110 §11.6.1).
-_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="memory-bank"'}
-
-
 class HttpRefusal(Exception):
     """A refusal the HTTP edge makes itself: headers of its own and, at need, a status its code does not imply.
 
     ``status`` defaults to the code's; the MCP transport refuses with 405, 406 and 415
-    under ``invalid_params`` and ``method_not_allowed``, and with its own challenge.
+    under ``invalid_params`` and ``method_not_allowed``. Every 401 is one of these: the
+    token check (``api.auth.challenged_principal``, the one place a token is refused, for
+    REST and MCP alike) attaches the one ``WWW-Authenticate`` challenge, ``api.auth.challenge``.
     """
 
     def __init__(self, error: DomainError, *, status: int | None = None, headers: Mapping[str, str] | None = None) -> None:
@@ -122,11 +120,9 @@ def problem_document(
 
 
 def headers_of(error: DomainError) -> dict[str, str]:
-    """The headers the code implies: a 401's challenge, the wait before a retry."""
-    headers = dict(_CHALLENGE) if error.code is ErrorCode.unauthorized else {}
-    if error.retry_after is not None:
-        headers["Retry-After"] = str(error.retry_after)
-    return headers
+    """The headers the code implies: the wait before a retry. (A 401's challenge names the
+    service's public URL, which the token check knows: it comes with its ``HttpRefusal``.)"""
+    return {} if error.retry_after is None else {"Retry-After": str(error.retry_after)}
 
 
 def validation_error(errors: list[FieldError]) -> InvalidInput:

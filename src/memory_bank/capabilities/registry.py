@@ -12,6 +12,7 @@ from typing import Any
 
 from memory_bank.capabilities.cards import card
 from memory_bank.capabilities.ranking.search import CapabilitySearch
+from memory_bank.capabilities.ranking.semantic import TextVectors
 from memory_bank.generated import models
 from memory_bank.textsearch.embeddings import Embedder
 
@@ -32,14 +33,15 @@ class CapabilityRegistry:
     """An immutable set of capabilities (names unique, as the catalog guarantees)."""
 
     def __init__(self, capabilities: Sequence[Capability], *, embedder: Embedder | None = None) -> None:
-        """``embedder`` (setting ``semantic_capabilities``) makes search the hybrid: the
-        capabilities are embedded once per set a caller may use (at that set's first
-        search, see ``_index``), each query at search time."""
+        """``embedder`` (setting ``semantic_capabilities``) makes search the hybrid: each
+        capability text is embedded once, at the first search of a set of operations that
+        holds it (see ``_index``), and the sets share the vectors; each query at search time."""
         self._capabilities = list(capabilities)
         self._by_name = {capability["name"]: capability for capability in self._capabilities}
         if len(self._by_name) != len(self._capabilities):
             raise ValueError("capability names must be unique")
         self._embedder = embedder
+        self._vectors = TextVectors(embedder) if embedder is not None else None
         self._searches: dict[tuple[str, ...], CapabilitySearch] = {}
         self.confident_score = CONFIDENT_LEXICAL if embedder is None else CONFIDENT_HYBRID
 
@@ -82,7 +84,8 @@ class CapabilityRegistry:
         names = tuple(c["name"] for c in self.allowed(allows))
         index = self._searches.get(names)
         if index is None:
-            index = self._searches[names] = CapabilitySearch([self._by_name[name] for name in names], embedder=self._embedder)
+            capabilities = [self._by_name[name] for name in names]
+            index = self._searches[names] = CapabilitySearch(capabilities, embedder=self._embedder, vectors=self._vectors)
         return index
 
     def search(

@@ -3,7 +3,10 @@
 The SDK answers a batch or a malformed envelope with ``-32602`` and pydantic's whole
 error report, which echoes the input back (a kilobyte or two per request). JSON-RPC
 has its own codes for these: ``-32700`` when the body is not JSON, ``-32600`` when it
-is not a single request, notification or response. The answer is short, fixed text
+is not a single request, notification or response. A message with an ``id`` that is
+not a string or an integer (an object, an array, a float, null, a boolean) is not a
+notification either, though the SDK's union takes it for one and answers nothing
+(202): its sender expects an answer, so it gets ``-32600`` too. The answer is short, fixed text
 with ``id: null`` (JSON-RPC 2.0 §5: the id of an invalid request is not trusted), so
 nothing a client sent is reflected. Batches are refused: MCP 2025-06-18 dropped them.
 The body is checked with the SDK's own message adapter, so exactly what passes here
@@ -14,7 +17,15 @@ cannot take, leaving their sender waiting; ``classify`` names the same error for
 from __future__ import annotations
 
 import pydantic_core
-from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, JSONRPCMessage, jsonrpc_message_adapter
+from mcp_types import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCMessage,
+    JSONRPCNotification,
+    jsonrpc_message_adapter,
+)
 from pydantic import ValidationError
 from starlette.responses import Response
 
@@ -24,6 +35,7 @@ NOT_A_MESSAGE = (
     'Invalid Request: expected one object with "jsonrpc": "2.0" and either a string "method" '
     '(request or notification) or "result"/"error" (response)'
 )
+BAD_ID = 'Invalid Request: "id" must be a string or an integer; a notification has no "id"'
 
 
 class EnvelopeError(Exception):
@@ -54,6 +66,8 @@ def check_envelope(body: bytes) -> JSONRPCMessage:
         message: JSONRPCMessage = jsonrpc_message_adapter.validate_python(raw, by_name=False)
     except ValidationError:
         raise EnvelopeError(INVALID_REQUEST, NOT_A_MESSAGE) from None
+    if isinstance(message, JSONRPCNotification) and isinstance(raw, dict) and "id" in raw:
+        raise EnvelopeError(INVALID_REQUEST, BAD_ID)
     return message
 
 

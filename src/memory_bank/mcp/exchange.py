@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import pydantic_core
 from mcp.server.connection import Connection
 from mcp.server.lowlevel import Server
 from mcp.server.runner import serve_one
@@ -34,7 +35,6 @@ from mcp_types import (
     JSONRPCError,
     JSONRPCMessage,
     JSONRPCRequest,
-    JSONRPCResponse,
     RequestId,
 )
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -84,17 +84,19 @@ async def answer(server: Server[Any], lifespan_state: Any, message: JSONRPCReque
         message.id,
         ServerMessageMetadata(request_context=request),
     )
-    reply: JSONRPCResponse | JSONRPCError
     try:
         result = await serve_one(
             server, context, message.method, message.params, connection=Connection.from_envelope(version, None, None),
             lifespan_state=lifespan_state,
         )
-        reply = JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)
     except Exception as exc:
         error = handler_exception_to_error_data(exc)
         if error is None:  # the SDK's own catch-all for the 2025 transports: code 0, the message
             log.exception("handler for %r raised", message.method)
             error = ErrorData(code=0, message=str(exc))
-        reply = JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
-    return Response(reply.model_dump_json(by_alias=True, exclude_unset=True), 200, headers={"Content-Type": "application/json"})
+        body = JSONRPCError(jsonrpc="2.0", id=message.id, error=error).model_dump_json(by_alias=True, exclude_unset=True).encode()
+    else:
+        # The result is already the SDK's wire dict: encoded as it is, the bytes ``JSONRPCResponse``
+        # would write, without validating (copying) the whole result into that model first.
+        body = pydantic_core.to_json({"jsonrpc": "2.0", "id": message.id, "result": result})
+    return Response(body, 200, headers={"Content-Type": "application/json"})

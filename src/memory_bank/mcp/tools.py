@@ -25,14 +25,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import mcp_types as types
-from jsonschema import Draft202012Validator
 
 from memory_bank.api.auth import ANY_TOKEN
 from memory_bank.api.problems import validation_error
 from memory_bank.capabilities.cards import cards_text
 from memory_bank.capabilities.execute.dispatch import Call, Executor, Refusal
 from memory_bank.capabilities.execute.outcome import Caller, Outcome
-from memory_bank.capabilities.execute.validation import decode_groups, schema_failures
+from memory_bank.capabilities.execute.validation import ArgumentSchema, decode_groups
 from memory_bank.capabilities.registry import CapabilityRegistry
 from memory_bank.errors import BackendError, DomainError, ErrorCode
 from memory_bank.generated import models
@@ -156,7 +155,7 @@ class Toolbox:
         self._direct = mode in (McpToolsMode.direct, McpToolsMode.both)
         self._meta_tools = [search_tool(registry), EXECUTE_TOOL]
         self._meta_schemas = {tool.name: tool.input_schema for tool in self._meta_tools}
-        self._validators = {name: Draft202012Validator(schema) for name, schema in self._meta_schemas.items()}
+        self._checks = {name: ArgumentSchema(schema) for name, schema in self._meta_schemas.items()}
 
     def tools_for(self, caller: Caller) -> list[types.Tool]:
         """The meta-tools, then (in direct mode) each operation the caller's token allows."""
@@ -266,9 +265,9 @@ class Toolbox:
         the named operation's schema, which is stricter than the generic groups and
         knows where a misplaced argument belongs.
         """
-        if self._meta and name in self._validators:
+        if self._meta and name in self._checks:
             arguments = decode_groups(arguments, self._meta_schemas[name])
-            failures = schema_failures(self._validators[name], arguments)
+            failures = self._checks[name].failures(arguments)
             if name == SEARCH:
                 return Refusal(validation_error(failures)) if failures else self._search(arguments)
             if any(f.field == "/name" for f in failures):

@@ -30,19 +30,18 @@ from urllib.parse import quote, unquote, urlencode
 import anyio
 from fastapi import FastAPI
 from fastapi.middleware.asyncexitstack import AsyncExitStackMiddleware
-from jsonschema import Draft202012Validator
 from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.types import ASGIApp, Message
 
 from memory_bank.api.bodies import IN_PROCESS, InProcessCall
 from memory_bank.api.problems import validation_error
 from memory_bank.capabilities.execute.outcome import Caller, Outcome, reply_outcome, response_outcome
-from memory_bank.capabilities.execute.validation import decode_groups, schema_failures
+from memory_bank.capabilities.execute.validation import ArgumentSchema, decode_groups
 from memory_bank.capabilities.registry import CapabilityRegistry
 from memory_bank.errors import DomainError, NotFound, PermissionDenied
 from memory_bank.generated.spec import SPEC
 
-__all__ = ["Call", "Executor", "Refusal"]
+__all__ = ["ROUTES", "Call", "Executor", "Refusal"]
 
 log = logging.getLogger(__name__)
 
@@ -78,13 +77,13 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _route_of(operation_id: str) -> tuple[str, str]:
-    """``(METHOD, path)`` of an operation in the served spec."""
-    for path, item in SPEC["paths"].items():
-        for method, operation in item.items():
-            if isinstance(operation, dict) and operation.get("operationId") == operation_id:
-                return method.upper(), path
-    raise LookupError(f"{operation_id} is not in the spec")
+#: ``operationId -> (METHOD, path)`` for every operation of the served spec, read once at start-up.
+ROUTES: dict[str, tuple[str, str]] = {
+    operation["operationId"]: (method.upper(), path)
+    for path, item in SPEC["paths"].items()
+    for method, operation in item.items()
+    if isinstance(operation, dict) and "operationId" in operation
+}
 
 
 @dataclass
@@ -103,8 +102,8 @@ class Executor:
         self._registry = registry
         self._app = app
         self._routes: ASGIApp | None = None
-        self._validators = {c["name"]: Draft202012Validator(dict(c["inputSchema"])) for c in registry}
-        self._search_route = _route_of("searchCapabilities")
+        self._schemas = {c["name"]: ArgumentSchema(c["inputSchema"]) for c in registry}
+        self._search_route = ROUTES["searchCapabilities"]
 
     def _behind_problem_handlers(self) -> ASGIApp:
         """The app's routes wrapped as FastAPI wraps them innermost (built on first use: the
@@ -125,7 +124,7 @@ class Executor:
         if capability is None:
             return Refusal(NotFound(f"no capability is named {name!r}; search_capabilities lists them"))
         decoded = decode_groups(arguments, capability["inputSchema"])
-        failures = schema_failures(self._validators[name], decoded)
+        failures = self._schemas[name].failures(decoded)
         if not failures:
             return Call(capability["method"], capability["path"], decoded, capability.get("outputSchema"))
         permission = capability["policy"]["permission"]

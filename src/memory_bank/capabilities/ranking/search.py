@@ -48,7 +48,7 @@ from typing import Any
 from memory_bank.capabilities.ranking import method_intent, request_steps, safety
 from memory_bank.capabilities.ranking.fields import FIELD_WEIGHTS, api_terms, fields
 from memory_bank.capabilities.ranking.question_fallback import ANSWER_TERMS, FALLBACK_WEIGHT, asks_question
-from memory_bank.capabilities.ranking.semantic import SemanticIndex, capability_texts
+from memory_bank.capabilities.ranking.semantic import SemanticIndex, TextVectors, capability_texts
 from memory_bank.textsearch.bm25 import BM25F
 from memory_bank.textsearch.embeddings import Embedder
 from memory_bank.textsearch.fusion import LEXICAL_FLOOR, SEMANTIC_WEIGHT, fuse
@@ -113,6 +113,7 @@ class CapabilitySearch:
         capabilities: Sequence[Capability],
         *,
         embedder: Embedder | None = None,
+        vectors: TextVectors | None = None,
         semantic_weight: float = SEMANTIC_WEIGHT,
         lexical_floor: float = LEXICAL_FLOOR,
         ranking: Ranking = Ranking(),
@@ -120,7 +121,8 @@ class CapabilitySearch:
         """Index ``capabilities`` once, ranked as ``ranking`` says; ``embedder`` (see
         ``textsearch.embeddings.load_embedder``) adds the embedding signal, fused with
         ``semantic_weight`` and ``lexical_floor`` (see ``textsearch.fusion.fuse``; the defaults
-        are the cross-validated ones)."""
+        are the cross-validated ones); ``vectors`` shares the capability texts' rows with other
+        indexes (``semantic.TextVectors``)."""
         self._capabilities = list(capabilities)
         self._ranking = ranking
         self._fusion = (semantic_weight, lexical_floor)
@@ -136,7 +138,7 @@ class CapabilitySearch:
         self._answers = self._operations.scores(ANSWER_TERMS)
         self._factors: dict[frozenset[str], list[float]] = {}
         texts = [capability_texts(c) for c in self._capabilities]
-        self._semantic = SemanticIndex(embedder, texts) if embedder and texts else None
+        self._semantic = SemanticIndex(embedder, texts, vectors=vectors) if embedder and texts else None
 
     def __len__(self) -> int:
         return len(self._capabilities)

@@ -16,7 +16,7 @@ from typing import Any
 
 from memory_bank.textsearch.embeddings import Embedder
 
-__all__ = ["SemanticIndex", "capability_text", "capability_texts"]
+__all__ = ["SemanticIndex", "TextVectors", "capability_text", "capability_texts"]
 
 
 def capability_text(capability: Mapping[str, Any]) -> str:
@@ -32,16 +32,41 @@ def capability_texts(capability: Mapping[str, Any]) -> list[str]:
     return [capability_text(capability), *examples]
 
 
+class TextVectors:
+    """The vectors of capability texts, each text embedded once however many indexes read it.
+
+    The registry builds one index per set of operations a caller may use; the sets
+    overlap (most tokens may call the memory operations), so their texts are embedded
+    once here and the indexes share the rows. Only catalog texts come here, never
+    queries, so it holds a bounded set.
+    """
+
+    def __init__(self, embedder: Embedder) -> None:
+        self._embedder = embedder
+        self._rows: dict[str, Any] = {}
+
+    def __call__(self, texts: Sequence[str]) -> Any:
+        """One row per text, in order: the texts not seen before embedded in one batch."""
+        import numpy as np
+
+        missing = list(dict.fromkeys(text for text in texts if text not in self._rows))
+        if missing:
+            embedded = np.asarray(self._embedder(missing), dtype=np.float32).reshape(len(missing), -1)
+            self._rows.update(zip(missing, embedded))
+        return np.stack([self._rows[text] for text in texts])
+
+
 class SemanticIndex:
     """Unit vectors of every text of every capability; a query is one matrix-vector product."""
 
-    def __init__(self, embedder: Embedder, texts: Sequence[Sequence[str]]) -> None:
-        """``texts``: per capability, its non-empty list of texts (see :func:`capability_texts`)."""
+    def __init__(self, embedder: Embedder, texts: Sequence[Sequence[str]], *, vectors: TextVectors | None = None) -> None:
+        """``texts``: per capability, its non-empty list of texts (see :func:`capability_texts`);
+        ``vectors``: where their rows come from, shared with other indexes (a fresh one otherwise)."""
         import numpy as np
 
         flat = [text for group in texts for text in group]
         self._embed = embedder
-        self._matrix = np.asarray(embedder(flat), dtype=np.float32).reshape(len(flat), -1)
+        self._matrix = (vectors or TextVectors(embedder))(flat)
         self._starts = np.cumsum([0, *(len(group) for group in texts[:-1])])
 
     def scores(self, query: str) -> list[float]:
