@@ -47,7 +47,9 @@ from memory_bank.store.columns import ID_LENGTH, command_line_safe
 from memory_bank.store.database import transaction
 from memory_bank.store.filters import current, owned_by
 from memory_bank.store.idempotency import content_hash, content_key
+from memory_bank.store.search.indexing import EMBEDDER_OPTION, derive
 from memory_bank.store.tables import MemoryRow
+from memory_bank.textsearch.embeddings import Embedder
 
 #: Ids per IN (...) probe: well under every backend's bound-parameter limit.
 _CHUNK = 500
@@ -123,6 +125,14 @@ def _owned_rows(session: Session, principal: Principal, ids: set[str]) -> dict[s
     for chunk in _chunks(sorted(ids)):
         statement = sa.select(MemoryRow).where(owned_by(principal), col(MemoryRow.id).in_(chunk))
         found.update((row.id, row) for row in session.scalars(statement))
+    return found
+
+
+def _owned_ids(session: Session, principal: Principal, ids: set[str]) -> set[str]:
+    """Which of ``ids`` the caller holds already: the id alone, no row is loaded."""
+    found: set[str] = set()
+    for chunk in _chunks(sorted(ids)):
+        found.update(session.scalars(sa.select(col(MemoryRow.id)).where(owned_by(principal), col(MemoryRow.id).in_(chunk))))
     return found
 
 
@@ -305,36 +315,62 @@ def _in_order(chain: list[Record], stored: dict[str, MemoryRow]) -> list[Planned
     return ordered
 
 
-def new_rows(principal: Principal, batch: Sequence[Planned]) -> list[MemoryRow]:
-    """The batch's rows, built before its transaction opens: building them is most of the work."""
+#: The memory table: imports write it through Core, one multi-row INSERT per batch. An ORM
+#: object per row (construction, attribute events, the unit of work) was most of an import's time.
+_TABLE: sa.Table = MemoryRow.__table__  # type: ignore[attr-defined]
+#: Every column a row names, and what it holds when a record leaves it out (the table's own
+#: default, else NULL): a multi-row INSERT takes its columns from the first row and would
+#: silently drop a value that only a later row names.
+_DEFAULTS = {column.key: column.default for column in _TABLE.columns if column.key != "pk"}
+
+
+def _default(default: Any) -> Any:
+    if default is None:
+        return None
+    return default.arg if default.is_scalar else default.arg(None)  # Core's callables take an (unused) context
+
+
+def new_rows(principal: Principal, batch: Sequence[Planned], embedder: Embedder | None) -> list[dict[str, Any]]:
+    """The batch's column values, built and indexed before its transaction opens: that is most of the work."""
     rows = []
     for planned in batch:
         fields = {k: v for k, v in planned.record.fields.items() if k not in ("id", "user_id", "supersedes_id")}
+        missing = {name: _default(default) for name, default in _DEFAULTS.items() if name not in fields}
         rows.append(
-            MemoryRow(
-                **fields,
-                id=planned.id,
-                org_id=principal.org_id,
-                user_id=principal.user_id,
-                supersedes_id=planned.parent,
-                chain_id=planned.chain_id,
-                content_hash=content_hash(fields["content"]),
-            )
+            missing
+            | fields
+            | {
+                "id": planned.id,
+                "org_id": principal.org_id,
+                "user_id": principal.user_id,
+                "supersedes_id": planned.parent,
+                "chain_id": planned.chain_id,
+                "content_hash": content_hash(fields["content"]),
+                "idempotency_key": None,
+            }
         )
+    derive(rows, embedder)
     return rows
 
 
-def write_batch(session: Session, principal: Principal, batch: Sequence[Planned], rows: Sequence[MemoryRow]) -> int:
+def write_batch(session: Session, principal: Principal, batch: Sequence[Planned], rows: Sequence[dict[str, Any]]) -> int:
     """Insert the rows the caller does not hold yet (a concurrent import may have written some); returns how many."""
-    present = set(_owned_rows(session, principal, {p.id for p in batch}))
+    present = _owned_ids(session, principal, {p.id for p in batch})
     missing = [row for planned, row in zip(batch, rows, strict=True) if planned.id not in present]
     for planned in batch:
         if planned.retires is not None and planned.id not in present:
             _retire(session, planned.retires, planned.record.fields["created_at"])
     _restore_content_keys(session, principal, missing)
-    session.add_all(missing)
-    session.flush()
-    return len(missing)
+    return len(_insert_rows(session, missing))
+
+
+def _insert_rows(session: Session, rows: Sequence[dict[str, Any]]) -> list[int]:
+    """Every memory row an import writes is inserted here, in order (a version after the one it
+    supersedes); returns their pks, in the same order. Each row carries its owner and scope."""
+    if not rows:
+        return []
+    statement = sa.insert(_TABLE).returning(_TABLE.c.pk, sort_by_parameter_order=True)
+    return list(session.execute(statement, list(rows)).scalars())
 
 
 def _retire(session: Session, head_pk: int, moment: datetime) -> None:
@@ -349,19 +385,20 @@ def _retire(session: Session, head_pk: int, moment: datetime) -> None:
         raise Raced()
 
 
-def _restore_content_keys(session: Session, principal: Principal, rows: Sequence[MemoryRow]) -> None:
-    """Give each live chain's first version the content key a save would have given it."""
-    tombstoned = {row.chain_id for row in rows if row.deleted_at is not None}
+def _restore_content_keys(session: Session, principal: Principal, rows: Sequence[dict[str, Any]]) -> None:
+    """Give each live chain's first version the content key a save would have given it (and every
+    other row none, so a retried batch starts from the same values)."""
+    tombstoned = {row["chain_id"] for row in rows if row.get("deleted_at") is not None}
     wanted = {
-        row.id: content_key(principal.org_id, principal.user_id, row.agent_id, row.content)
+        row["id"]: content_key(principal.org_id, principal.user_id, row.get("agent_id"), row["content"])
         for row in rows
-        if row.supersedes_id is None and row.chain_id not in tombstoned
+        if row["supersedes_id"] is None and row["chain_id"] not in tombstoned
     }
     taken = _taken_keys(session, principal.org_id, set(wanted.values()))
     for row in rows:
-        key = wanted.get(row.id)
-        if key is not None and key not in taken:
-            row.idempotency_key = key
+        key = wanted.get(row["id"])
+        row["idempotency_key"] = key if key is not None and key not in taken else None
+        if key is not None:
             taken.add(key)
 
 
@@ -376,9 +413,9 @@ def run(engine: Engine, principal: Principal, records: Sequence[Record]) -> tupl
 
 
 def _write_retrying(engine: Engine, principal: Principal, batch: Sequence[Planned], written: int) -> int:
+    rows = new_rows(principal, batch, engine.get_execution_options().get(EMBEDDER_OPTION))
     for _ in range(BATCH_ATTEMPTS):
         try:
-            rows = new_rows(principal, batch)
             with transaction(engine, write=True) as session:
                 return write_batch(session, principal, batch, rows)
         except (Raced, IntegrityError, OperationalError) as exc:
