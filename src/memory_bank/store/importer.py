@@ -320,14 +320,11 @@ def _in_order(chain: list[Record], stored: dict[str, MemoryRow]) -> list[Planned
 _TABLE: sa.Table = MemoryRow.__table__  # type: ignore[attr-defined]
 #: Every column a row names, and what it holds when a record leaves it out (the table's own
 #: default, else NULL): a multi-row INSERT takes its columns from the first row and would
-#: silently drop a value that only a later row names.
-_DEFAULTS = {column.key: column.default for column in _TABLE.columns if column.key != "pk"}
-
-
-def _default(default: Any) -> Any:
-    if default is None:
-        return None
-    return default.arg if default.is_scalar else default.arg(None)  # Core's callables take an (unused) context
+#: silently drop a value that only a later row names. Callable defaults (timestamps, empty
+#: lists) are called per row, as Core would.
+_DEFAULTS = {c.key: c.default for c in _TABLE.columns if isinstance(c.default, sa.ColumnDefault)}
+_FIXED = {c.key: None for c in _TABLE.columns if c.key != "pk"} | {k: d.arg for k, d in _DEFAULTS.items() if d.is_scalar}
+_MADE = {k: d.arg for k, d in _DEFAULTS.items() if d.is_callable}
 
 
 def new_rows(principal: Principal, batch: Sequence[Planned], embedder: Embedder | None) -> list[dict[str, Any]]:
@@ -335,20 +332,18 @@ def new_rows(principal: Principal, batch: Sequence[Planned], embedder: Embedder 
     rows = []
     for planned in batch:
         fields = {k: v for k, v in planned.record.fields.items() if k not in ("id", "user_id", "supersedes_id")}
-        missing = {name: _default(default) for name, default in _DEFAULTS.items() if name not in fields}
-        rows.append(
-            missing
-            | fields
-            | {
-                "id": planned.id,
-                "org_id": principal.org_id,
-                "user_id": principal.user_id,
-                "supersedes_id": planned.parent,
-                "chain_id": planned.chain_id,
-                "content_hash": content_hash(fields["content"]),
-                "idempotency_key": None,
-            }
-        )
+        own = {
+            "id": planned.id,
+            "org_id": principal.org_id,
+            "user_id": principal.user_id,
+            "supersedes_id": planned.parent,
+            "chain_id": planned.chain_id,
+            "content_hash": content_hash(fields["content"]),
+            "idempotency_key": None,
+        }
+        # Core's callables take a context, which these defaults ignore.
+        made = {name: make(None) for name, make in _MADE.items() if name not in fields and name not in own}
+        rows.append(_FIXED | made | fields | own)
     derive(rows, embedder)
     return rows
 
@@ -364,13 +359,16 @@ def write_batch(session: Session, principal: Principal, batch: Sequence[Planned]
     return len(_insert_rows(session, missing))
 
 
-def _insert_rows(session: Session, rows: Sequence[dict[str, Any]]) -> list[int]:
+def _insert_rows(session: Session, rows: Sequence[dict[str, Any]]) -> dict[str, int]:
     """Every memory row an import writes is inserted here, in order (a version after the one it
-    supersedes); returns their pks, in the same order. Each row carries its owner and scope."""
+    supersedes); returns each one's pk by id (each row carries its owner and scope).
+
+    RETURNING in parameter order would cost SQLite one statement per row (its multi-row
+    RETURNING has no guaranteed order), so the ids come back with the pks instead."""
     if not rows:
-        return []
-    statement = sa.insert(_TABLE).returning(_TABLE.c.pk, sort_by_parameter_order=True)
-    return list(session.execute(statement, list(rows)).scalars())
+        return {}
+    returned = session.execute(sa.insert(_TABLE).returning(_TABLE.c.id, _TABLE.c.pk), list(rows))
+    return {memory_id: pk for memory_id, pk in returned.tuples()}
 
 
 def _retire(session: Session, head_pk: int, moment: datetime) -> None:
