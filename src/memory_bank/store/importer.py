@@ -325,6 +325,8 @@ _TABLE: sa.Table = MemoryRow.__table__  # type: ignore[attr-defined]
 _DEFAULTS = {c.key: c.default for c in _TABLE.columns if isinstance(c.default, sa.ColumnDefault)}
 _FIXED = {c.key: None for c in _TABLE.columns if c.key != "pk"} | {k: d.arg for k, d in _DEFAULTS.items() if d.is_scalar}
 _MADE = {k: d.arg for k, d in _DEFAULTS.items() if d.is_callable}
+#: Columns that hold NULL when an INSERT leaves them out.
+_NULL_UNLESS_SET = frozenset(c.key for c in _TABLE.columns if c.nullable and c.default is None and c.server_default is None)
 
 
 def new_rows(principal: Principal, batch: Sequence[Planned], embedder: Embedder | None) -> list[dict[str, Any]]:
@@ -363,12 +365,17 @@ def _insert_rows(session: Session, rows: Sequence[dict[str, Any]]) -> dict[str, 
     """Every memory row an import writes is inserted here, in order (a version after the one it
     supersedes); returns each one's pk by id (each row carries its owner and scope).
 
-    RETURNING in parameter order would cost SQLite one statement per row (its multi-row
-    RETURNING has no guaranteed order), so the ids come back with the pks instead."""
+    A column no row sets is left out (it is NULL either way): fewer values to quote and parse,
+    which on MySQL's driver is most of the client's share of the INSERT. RETURNING in
+    parameter order would cost SQLite one statement per row (its multi-row RETURNING has no
+    guaranteed order), so the ids come back with the pks instead."""
     if not rows:
         return {}
-    returned = session.execute(sa.insert(_TABLE).returning(_TABLE.c.id, _TABLE.c.pk), list(rows))
-    return {memory_id: pk for memory_id, pk in returned.tuples()}
+    named = [name for name in _FIXED if name not in _NULL_UNLESS_SET or any(row[name] is not None for row in rows)]
+    returned = session.execute(
+        sa.insert(_TABLE).returning(_TABLE.c.id, _TABLE.c.pk), [{name: row[name] for name in named} for row in rows]
+    )
+    return {memory_id: pk for memory_id, pk in returned}
 
 
 def _retire(session: Session, head_pk: int, moment: datetime) -> None:
