@@ -4,11 +4,12 @@
 (``semantic``) are set by ORM hooks rather than by each writer: saves,
 patches, keypath puts and imports all insert rows, and a hook cannot be forgotten
 by the next path that does. Rows are never updated in place, so nothing has to be
-derived again. The importer writes through Core, which no ORM hook sees, and calls
-``derive`` on its column values instead, before its transaction opens. ``search_text`` is set per row (``before_insert``); vectors for all
+derived again. ``search_text`` is set per row (``before_insert``); vectors for all
 the rows a flush inserts are computed together (``before_flush``), up to
 ``EMBED_BATCH`` texts per model call: the model sorts what it is given by length
-before it batches, so big calls pad less.
+before it batches, so big calls pad less. The importer writes through Core, which no
+ORM hook sees, and calls ``derive`` on its column values instead, before its
+transaction opens.
 
 The embedder rides on the engine as the execution option ``EMBEDDER_OPTION``
 (``MemoryStore(engine, embedder)`` sets it), so only the stores that were given
