@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
+import unicodedata
 from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from hypothesis import given
+from hypothesis import strategies as st
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
@@ -23,6 +26,7 @@ from memory_bank.store.search.backends.sqlite import SqliteSearch
 from memory_bank.store.search.boosts import context
 from memory_bank.store.search.text import query_terms, search_text
 from memory_bank.textsearch.embeddings import DIMENSIONS
+from memory_bank.textsearch.tokenize import fold
 from memory_bank.transfer import parse_records
 from support import backends
 from support.requirements import need, semantic_extra
@@ -112,6 +116,13 @@ def test_index_and_query_normalise_alike() -> None:
     for term in query_terms("preferring cafe pastry speaker runs"):
         assert f" {term} " in indexed
     assert query_terms("Ｃａｆé") == query_terms("cafe")  # compatibility forms and accents fold
+
+
+@given(st.text(st.characters(max_codepoint=0x7F)) | st.text())
+def test_folding_ascii_takes_the_short_way_to_the_same_result(text: str) -> None:
+    """``fold`` only lower-cases ASCII text: the full decomposition must agree on it, and on the rest."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    assert fold(text) == "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def test_stemmed_words_match_on_every_backend(store: MemoryStore, make_principal) -> None:

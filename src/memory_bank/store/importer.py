@@ -48,7 +48,9 @@ from memory_bank.store.database import transaction
 from memory_bank.store.filters import current, owned_by
 from memory_bank.store.idempotency import content_hash, content_key
 from memory_bank.store.search import changes
+from memory_bank.store.search.indexing import EMBEDDER_OPTION, derive
 from memory_bank.store.tables import MemoryRow
+from memory_bank.textsearch.embeddings import Embedder
 
 #: Ids per IN (...) probe: well under every backend's bound-parameter limit.
 _CHUNK = 500
@@ -124,6 +126,14 @@ def _owned_rows(session: Session, principal: Principal, ids: set[str]) -> dict[s
     for chunk in _chunks(sorted(ids)):
         statement = sa.select(MemoryRow).where(owned_by(principal), col(MemoryRow.id).in_(chunk))
         found.update((row.id, row) for row in session.scalars(statement))
+    return found
+
+
+def _owned_ids(session: Session, principal: Principal, ids: set[str]) -> set[str]:
+    """Which of ``ids`` the caller holds already: the id alone, no row is loaded."""
+    found: set[str] = set()
+    for chunk in _chunks(sorted(ids)):
+        found.update(session.scalars(sa.select(col(MemoryRow.id)).where(owned_by(principal), col(MemoryRow.id).in_(chunk))))
     return found
 
 
@@ -306,38 +316,70 @@ def _in_order(chain: list[Record], stored: dict[str, MemoryRow]) -> list[Planned
     return ordered
 
 
-def new_rows(principal: Principal, batch: Sequence[Planned]) -> list[MemoryRow]:
-    """The batch's rows, built before its transaction opens: building them is most of the work."""
+#: The memory table: imports write it through Core, one multi-row INSERT per batch. An ORM
+#: object per row (construction, attribute events, the unit of work) was most of an import's time.
+_TABLE: sa.Table = MemoryRow.__table__  # type: ignore[attr-defined]
+#: Every column a row names, and what it holds when a record leaves it out (the table's own
+#: default, else NULL): a multi-row INSERT takes its columns from the first row and would
+#: silently drop a value that only a later row names. Callable defaults (timestamps, empty
+#: lists) are called per row, as Core would.
+_DEFAULTS = {c.key: c.default for c in _TABLE.columns if isinstance(c.default, sa.ColumnDefault)}
+_FIXED = {c.key: None for c in _TABLE.columns if c.key != "pk"} | {k: d.arg for k, d in _DEFAULTS.items() if d.is_scalar}
+_MADE = {k: d.arg for k, d in _DEFAULTS.items() if d.is_callable}
+#: Columns that hold NULL when an INSERT leaves them out.
+_NULL_UNLESS_SET = frozenset(c.key for c in _TABLE.columns if c.nullable and c.default is None and c.server_default is None)
+
+
+def new_rows(principal: Principal, batch: Sequence[Planned], embedder: Embedder | None) -> list[dict[str, Any]]:
+    """The batch's column values, built and indexed before its transaction opens: that is most of the work."""
     rows = []
     for planned in batch:
         fields = {k: v for k, v in planned.record.fields.items() if k not in ("id", "user_id", "supersedes_id")}
-        rows.append(
-            MemoryRow(
-                **fields,
-                id=planned.id,
-                org_id=principal.org_id,
-                user_id=principal.user_id,
-                supersedes_id=planned.parent,
-                chain_id=planned.chain_id,
-                content_hash=content_hash(fields["content"]),
-            )
-        )
+        own = {
+            "id": planned.id,
+            "org_id": principal.org_id,
+            "user_id": principal.user_id,
+            "supersedes_id": planned.parent,
+            "chain_id": planned.chain_id,
+            "content_hash": content_hash(fields["content"]),
+            "idempotency_key": None,
+        }
+        # Core's callables take a context, which these defaults ignore.
+        made = {name: make(None) for name, make in _MADE.items() if name not in fields and name not in own}
+        rows.append(_FIXED | made | fields | own)
+    derive(rows, embedder)
     return rows
 
 
-def write_batch(session: Session, principal: Principal, batch: Sequence[Planned], rows: Sequence[MemoryRow]) -> int:
+def write_batch(session: Session, principal: Principal, batch: Sequence[Planned], rows: Sequence[dict[str, Any]]) -> int:
     """Insert the rows the caller does not hold yet (a concurrent import may have written some); returns how many."""
-    present = set(_owned_rows(session, principal, {p.id for p in batch}))
+    present = _owned_ids(session, principal, {p.id for p in batch})
     missing = [row for planned, row in zip(batch, rows, strict=True) if planned.id not in present]
     for planned in batch:
         if planned.retires is not None and planned.id not in present:
             _retire(session, planned.retires, planned.record.fields["created_at"])
     _restore_content_keys(session, principal, missing)
-    session.add_all(missing)
-    session.flush()
+    inserted = _insert_rows(session, missing)
     retired = [p.retires for p in batch if p.retires is not None and p.id not in present]
-    changes.touch(session, principal.org_id, [*(row.pk for row in missing), *retired])
-    return len(missing)
+    changes.touch(session, principal.org_id, [*inserted.values(), *retired])
+    return len(inserted)
+
+
+def _insert_rows(session: Session, rows: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Every memory row an import writes is inserted here, in order (a version after the one it
+    supersedes); returns each one's pk by id (each row carries its owner and scope).
+
+    A column no row sets is left out (it is NULL either way): fewer values to quote and parse,
+    which on MySQL's driver is most of the client's share of the INSERT. RETURNING in
+    parameter order would cost SQLite one statement per row (its multi-row RETURNING has no
+    guaranteed order), so the ids come back with the pks instead."""
+    if not rows:
+        return {}
+    named = [name for name in _FIXED if name not in _NULL_UNLESS_SET or any(row[name] is not None for row in rows)]
+    returned = session.execute(
+        sa.insert(_TABLE).returning(_TABLE.c.id, _TABLE.c.pk), [{name: row[name] for name in named} for row in rows]
+    )
+    return {memory_id: pk for memory_id, pk in returned}
 
 
 def _retire(session: Session, head_pk: int, moment: datetime) -> None:
@@ -352,19 +394,20 @@ def _retire(session: Session, head_pk: int, moment: datetime) -> None:
         raise Raced()
 
 
-def _restore_content_keys(session: Session, principal: Principal, rows: Sequence[MemoryRow]) -> None:
-    """Give each live chain's first version the content key a save would have given it."""
-    tombstoned = {row.chain_id for row in rows if row.deleted_at is not None}
+def _restore_content_keys(session: Session, principal: Principal, rows: Sequence[dict[str, Any]]) -> None:
+    """Give each live chain's first version the content key a save would have given it (and every
+    other row none, so a retried batch starts from the same values)."""
+    tombstoned = {row["chain_id"] for row in rows if row.get("deleted_at") is not None}
     wanted = {
-        row.id: content_key(principal.org_id, principal.user_id, row.agent_id, row.content)
+        row["id"]: content_key(principal.org_id, principal.user_id, row.get("agent_id"), row["content"])
         for row in rows
-        if row.supersedes_id is None and row.chain_id not in tombstoned
+        if row["supersedes_id"] is None and row["chain_id"] not in tombstoned
     }
     taken = _taken_keys(session, principal.org_id, set(wanted.values()))
     for row in rows:
-        key = wanted.get(row.id)
-        if key is not None and key not in taken:
-            row.idempotency_key = key
+        key = wanted.get(row["id"])
+        row["idempotency_key"] = key if key is not None and key not in taken else None
+        if key is not None:
             taken.add(key)
 
 
@@ -379,9 +422,9 @@ def run(engine: Engine, principal: Principal, records: Sequence[Record]) -> tupl
 
 
 def _write_retrying(engine: Engine, principal: Principal, batch: Sequence[Planned], written: int) -> int:
+    rows = new_rows(principal, batch, engine.get_execution_options().get(EMBEDDER_OPTION))
     for _ in range(BATCH_ATTEMPTS):
         try:
-            rows = new_rows(principal, batch)
             with transaction(engine, write=True) as session:
                 return write_batch(session, principal, batch, rows)
         except (Raced, IntegrityError, OperationalError) as exc:

@@ -95,8 +95,10 @@ class MemoryStore:
         """Save a memory once; returns (record, created). A replay returns the first record.
 
         ``fields`` are MemoryCreate's, unset ones left out (column defaults apply).
-        A duplicate racing us past the lookup trips the unique constraint; we then
-        answer with the row that won.
+        The row is inserted without looking first: a replay (or a save to a keypath
+        that has a current value) trips a unique key, and only then is the row that
+        holds it read, in a transaction of its own. A new save, the common case, is
+        one statement; a lookup first cost every save a round trip to spare replays one.
         """
         values = {k: v for k, v in fields.items() if k != "agent_id"}
         agent = principal.agent_id or fields.get("agent_id")
@@ -109,18 +111,14 @@ class MemoryStore:
         keypath: str | None = values.get("keypath")
         try:
             with transaction(self._engine, write=True) as session:
-                first = self._by_key(session, principal, key)
-                if first is None:
-                    if keypath is not None and self._current_at(session, principal, keypath) is not None:
-                        raise _keypath_taken(keypath)
-                    return self._insert(session, principal, agent, values, idempotency_key=key), True
+                return self._insert(session, principal, agent, values, idempotency_key=key), True
         except IntegrityError:
             with transaction(self._engine) as session:
                 first = self._by_key(session, principal, key)
                 if first is None and keypath is not None and self._current_at(session, principal, keypath) is not None:
                     raise _keypath_taken(keypath) from None
-            if first is None:
-                raise
+            if first is None:  # what refused it was deleted (keys released) or moved on since: say so, not 500
+                raise ConcurrentChange() from None
         if first.content_hash != digest:
             raise Conflict("this Idempotency-Key was already used for different content")
         return first, False

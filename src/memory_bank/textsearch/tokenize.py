@@ -110,7 +110,12 @@ def _identifier_terms_of(text: str) -> tuple[str, ...]:
 
 
 def fold(text: str) -> str:
-    """Lower-cased, compatibility-normalised, accents dropped (``Café`` -> ``cafe``)."""
+    """Lower-cased, compatibility-normalised, accents dropped (``Café`` -> ``cafe``).
+
+    ASCII text is only lower-cased: it has nothing to decompose or drop, and the general
+    path, a Python test per character, was most of the time of indexing an English memory."""
+    if text.isascii():
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 

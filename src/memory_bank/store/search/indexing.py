@@ -7,7 +7,9 @@ by the next path that does. Rows are never updated in place, so nothing has to b
 derived again. ``search_text`` is set per row (``before_insert``); vectors for all
 the rows a flush inserts are computed together (``before_flush``), up to
 ``EMBED_BATCH`` texts per model call: the model sorts what it is given by length
-before it batches, so big calls pad less.
+before it batches, so big calls pad less. The importer writes through Core, which no
+ORM hook sees, and calls ``derive`` on its column values instead, before its
+transaction opens.
 
 The embedder rides on the engine as the execution option ``EMBEDDER_OPTION``
 (``MemoryStore(engine, embedder)`` sets it), so only the stores that were given
@@ -57,6 +59,17 @@ def _embed_new_rows(session: Session, _context: Any, _instances: Any) -> None:
         vectors = _embed(embedder, [(row.content, row.tags, row.contexts) for row in rows])
         for row, vector in zip(rows, vectors, strict=True):
             row.embedding = vector
+
+
+def derive(rows: Sequence[dict[str, Any]], embedder: Embedder | None) -> None:
+    """Set ``search_text``, and ``embedding`` when ``embedder`` is given, in column values
+    inserted through Core: what the hooks above do for ORM rows."""
+    for row in rows:
+        row["search_text"] = search_text(row["content"], row["tags"] or (), row["contexts"] or ())
+    if embedder is not None:
+        vectors = _embed(embedder, [(row["content"], row["tags"], row["contexts"]) for row in rows])
+        for row, vector in zip(rows, vectors, strict=True):
+            row["embedding"] = vector
 
 
 def _embed(embedder: Embedder, rows: Sequence[tuple[str, Any, Any]]) -> list[bytes]:
