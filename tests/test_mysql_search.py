@@ -6,6 +6,8 @@ rows and the FULLTEXT index (forced here by setting ``SCAN_ROWS`` to 0).
 
 from __future__ import annotations
 
+import time
+
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -87,8 +89,14 @@ def test_other_tenants_rows_do_not_change_a_ranking(store: MemoryStore, engine: 
         "SELECT content FROM memory WHERE org_id = 'acme' AND MATCH(search_text) AGAINST (:q)"
         " ORDER BY MATCH(search_text) AGAINST (:q) DESC"
     )
-    with engine.connect() as connection:
-        raw = list(connection.execute(relevance, {"q": "python garden"}).scalars())
+    for _ in range(10):
+        with engine.connect() as connection:
+            raw = list(connection.execute(relevance, {"q": "python garden"}).scalars())
+        if raw[-1] == "python build snippets":
+            break
+        # Under load InnoDB's relevance was once seen from a full-text cache that did not yet
+        # count bob's rows; that lag is the server's, and this line only shows what it says.
+        time.sleep(0.5)
     assert raw[-1] == "python build snippets"
 
 
