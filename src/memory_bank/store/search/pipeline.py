@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import cast
 
 import sqlalchemy as sa
 from sqlalchemy import ColumnElement
@@ -97,9 +96,7 @@ class MemorySearch:
     ) -> dict[int, float]:
         """The lexical scores, from the owner's postings when this replica can hold them."""
         if self._postings is not None:
-            pks = sa.select(col(MemoryRow.pk)).where(*where)
-            admitted = cast("list[int]", list(session.scalars(pks))) if filtered else None
-            found = self._postings.scores(session, reader, terms, bound, admitted)
+            found = self._postings.scores(session, reader, terms, bound, where if filtered else None)
             if found is not None:
                 return found
         return lexical(session, self._backend, where, terms, bound, self._samples)

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -55,6 +54,7 @@ from sqlalchemy import ColumnElement
 from sqlmodel import Session, col
 
 from memory_bank.store.search import changes
+from memory_bank.store.search.budget import BoundedLRU
 from memory_bank.store.search.backend import score
 from memory_bank.store.search.semantic import Reader
 from memory_bank.store.tables import MemoryRow
@@ -225,35 +225,44 @@ class OwnerPostings:
     """Per-partition postings in an LRU of at most ``budget`` bytes, kept in step through ``changes``."""
 
     def __init__(self, budget: int) -> None:
-        self.budget = budget
-        self._blocks: OrderedDict[Partition, _Block] = OrderedDict()
-        self._bytes = 0
+        self._blocks: BoundedLRU[Partition, _Block] = BoundedLRU(budget)
         self._too_large: dict[Partition, float] = {}
         self._lock = threading.Lock()
 
     @property
+    def budget(self) -> int:
+        return self._blocks.budget
+
+    @property
     def held(self) -> int:
         """Bytes the cached partitions take now (at most ``budget``)."""
-        with self._lock:
-            return self._bytes
+        return self._blocks.held
 
     def partitions(self) -> list[Partition]:
         """The cached partitions, least recently used first."""
-        with self._lock:
-            return list(self._blocks)
+        return self._blocks.keys()
 
     def scores(
-        self, session: Session, reader: Reader, terms: Sequence[str], bound: int, admitted: Sequence[int] | None
+        self,
+        session: Session,
+        reader: Reader,
+        terms: Sequence[str],
+        bound: int,
+        admitting: Sequence[ColumnElement[bool]] | None,
     ) -> dict[int, float] | None:
         """pk -> score (``backend.score``) of the best ``bound`` rows the reader may see that
-        hold a query term: live heads, or, with ``admitted``, those pks only (what a search's
-        filters let through). None when a partition is too large to hold: ``lexical`` then."""
+        hold a query term: live heads, or, with ``admitting`` (a search's WHERE clause, with
+        its filters), the rows it admits. None when a partition is too large to hold:
+        ``lexical`` then."""
         blocks = self._blocks_now(session, reader)
         if blocks is None:
             return None
         segments = [segment for block in blocks for segment in block.segments]
-        wanted = None if admitted is None else np.unique(np.asarray(admitted, dtype=np.int64))
-        masks = [s.live if wanted is None else np.isin(s.pks, wanted, assume_unique=True) for s in segments]
+        if admitting is None:
+            masks = [s.live for s in segments]
+        else:
+            admitted = np.unique(np.fromiter(session.scalars(sa.select(col(MemoryRow.pk)).where(*admitting)), np.int64))
+            masks = [np.isin(s.pks, admitted, assume_unique=True) for s in segments]
         return _ranked(segments, masks, terms, bound)
 
     def _blocks_now(self, session: Session, reader: Reader) -> list[_Block] | None:
@@ -263,10 +272,7 @@ class OwnerPostings:
             now = time.monotonic()
             if any(self._too_large.get(p, 0.0) > now for p in partitions):
                 return None
-            held = {p: self._blocks.get(p) for p in partitions}
-            for p in partitions:
-                if p in self._blocks:
-                    self._blocks.move_to_end(p)
+        held = {p: self._blocks.get(p) for p in partitions}
         behind = [b.revision for b in held.values() if b is not None and b.revision < revision]
         changed = changes.since(session, reader.org_id, min(behind), revision) if behind else None
         rows = _changed_rows(session, reader.org_id, changed) if changed else {}
@@ -296,17 +302,10 @@ class OwnerPostings:
         return _Block(revision, (_segment(rows),) if rows else ())
 
     def _keep(self, partition: Partition, block: _Block) -> bool:
-        with self._lock:
-            old = self._blocks.pop(partition, None)
-            self._bytes -= old.nbytes if old is not None else 0
-            if block.nbytes > self.budget:
-                self._too_large[partition] = time.monotonic() + TOO_LARGE_SECONDS
-                return False
-            while self._blocks and self._bytes + block.nbytes > self.budget:
-                self._bytes -= self._blocks.popitem(last=False)[1].nbytes
-            self._blocks[partition] = block
-            self._bytes += block.nbytes
+        if self._blocks.put(partition, block):
             return True
+        self._refuse(partition)
+        return False
 
     def _refuse(self, partition: Partition) -> None:
         with self._lock:

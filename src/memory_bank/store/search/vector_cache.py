@@ -26,8 +26,6 @@ partition when it is next loaded whole (after an eviction or a restart).
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +35,7 @@ from sqlalchemy import ColumnElement
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, col
 
+from memory_bank.store.search.budget import BoundedLRU
 from memory_bank.store.search.semantic import Reader
 from memory_bank.store.tables import MemoryRow
 from memory_bank.textsearch.embeddings import DIMENSIONS
@@ -74,20 +73,20 @@ class CachedVectors:
     """``semantic.VectorIndex`` from an LRU of per-partition float16 matrices of at most ``budget`` bytes."""
 
     def __init__(self, budget: int) -> None:
-        self.budget = budget
-        self._blocks: OrderedDict[Partition, _Block] = OrderedDict()
-        self._lock = threading.Lock()
+        self._blocks: BoundedLRU[Partition, _Block] = BoundedLRU(budget)
+
+    @property
+    def budget(self) -> int:
+        return self._blocks.budget
 
     @property
     def held(self) -> int:
         """Bytes the cached partitions take now (at most ``budget``)."""
-        with self._lock:
-            return sum(block.nbytes for block in self._blocks.values())
+        return self._blocks.held
 
     def partitions(self) -> list[Partition]:
         """The cached partitions, least recently used first."""
-        with self._lock:
-            return list(self._blocks)
+        return self._blocks.keys()
 
     def candidates(self, session: Session, reader: Reader, query: Any, k: int) -> list[int] | None:
         import numpy as np
@@ -115,21 +114,11 @@ class CachedVectors:
     def _block(self, session: Session, partition: Partition) -> _Block | None:
         where = _rows_of(partition)
         rows = int(session.execute(sa.select(sa.func.count()).select_from(MemoryRow).where(*where)).scalar_one())
-        with self._lock:
-            block = self._blocks.get(partition)
-            if block is not None:
-                self._blocks.move_to_end(partition)
+        block = self._blocks.get(partition)
         if block is not None and block.rows == rows:
             return block
         fresh = _load(session, where, rows, block)
-        with self._lock:
-            self._blocks.pop(partition, None)
-            if fresh.nbytes > self.budget:
-                return None
-            while self._blocks and sum(b.nbytes for b in self._blocks.values()) + fresh.nbytes > self.budget:
-                self._blocks.popitem(last=False)
-            self._blocks[partition] = fresh
-        return fresh
+        return fresh if self._blocks.put(partition, fresh) else None
 
 
 def _load(session: Session, where: Sequence[ColumnElement[bool]], rows: int, old: _Block | None) -> _Block:
