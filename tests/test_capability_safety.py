@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_bank.capabilities.ranking.safety import REMOVAL, Hazard, Request, asks_question
+from memory_bank.capabilities.ranking.safety import REMOVAL, Hazard, Request, asks_question, asks_removal
 from memory_bank.capabilities.ranking.search import CapabilitySearch, Ranking
 from memory_bank.textsearch.tokenize import identifier_terms
 
@@ -74,6 +74,30 @@ def test_a_request_that_asks_to_remove_gets_the_ranking_relevance_gives(catalog:
     request = f"{verb} {words}"
     safe, unsafe = (CapabilitySearch(catalog, ranking=Ranking(safety=on)).search(request) for on in (True, False))
     assert safe == unsafe
+
+
+REMOVALS = ["delete", "deleting", "remove", "removing", "forget", "erase", "purge", "wipe", "discard", "drop"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(plain_requests, st.sampled_from(REMOVALS), plain_requests, st.sampled_from(["about", "on", "regarding", "of"]))
+def test_a_removal_word_that_only_names_a_topic_asks_no_removal(words: str, removal: str, rest: str, preposition: str) -> None:
+    """"The memory about deleting stale branches was useful" is feedback, not an order to
+    delete; "delete the memory about ..." is one, whatever follows."""
+    topic = f"the {words} {preposition} {removal} {rest} was useful"
+    assert not asks_removal(identifier_terms(topic), topic)
+    order = f"{removal} the {words} {preposition} {rest}"
+    assert asks_removal(identifier_terms(order), order)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(["don't", "do not", "never", "dont", "Please don’t"]), st.sampled_from(REMOVALS), plain_requests)
+def test_a_negated_removal_asks_no_removal(negation: str, removal: str, rest: str) -> None:
+    """"From now on answer in Spanish. Don't forget that." asks to keep something."""
+    request = f"{rest}. {negation} {removal} that"
+    assert not asks_removal(identifier_terms(request), request)
+    both = f"{negation} {removal} the {rest}, {removal} the old one"
+    assert asks_removal(identifier_terms(both), both)
 
 
 def test_questions_are_known_by_their_form_and_polite_orders_are_not_questions() -> None:

@@ -20,7 +20,7 @@ from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.textsearch.bm25 import BM25F
 from memory_bank.textsearch.embeddings import load_embedder
 from memory_bank.textsearch.fusion import fuse
-from memory_bank.textsearch.tokenize import identifier_terms, phrases, split_words, stem
+from memory_bank.textsearch.tokenize import DOTTED_NAME, OPAQUE_VALUE, identifier_terms, phrases, split_words, stem
 from support.requirements import need, semantic_extra
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,6 +83,37 @@ def test_an_acronym_s_plural_stays_one_word(before: str, acronym: str, after: st
     words = split_words(before + acronym + "s" + after)
     assert f"{acronym.lower()}s" in words
     assert words[-len(split_words(after)) or len(words) :] == split_words(after)
+
+
+ALNUM = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+#: Opaque values as people paste them: UUIDs, prefixed ULIDs, tracking numbers, IMDb ids.
+opaque_values = st.one_of(
+    st.uuids().map(str),
+    st.text(st.sampled_from("0123456789ABCDEFGHJKMNPQRSTVWXYZ"), min_size=16, max_size=26)
+    .filter(lambda v: sum(c.isdigit() for c in v) >= 4 and sum(c.isalpha() for c in v) >= 2)
+    .map(lambda v: f"mem_{v}"),
+    st.from_regex(r"[A-Z]{2}[0-9]{9}[A-Z]{2}", fullmatch=True),
+    st.from_regex(r"tt[0-9]{7}", fullmatch=True),
+)
+plain_words = st.lists(st.sampled_from(["delete", "the", "memory", "show", "history", "of", "rate", "v2", "python3.8", "2024-05-01"]), max_size=4).map(" ".join)
+
+
+@given(plain_words, opaque_values, plain_words, st.sampled_from(["", ".", ",", "?"]))
+def test_an_opaque_value_is_one_term_and_leaves_the_words_around_it_alone(before: str, value: str, after: str, stop: str) -> None:
+    """Split into words, ``mem_01JA2B3C...`` gave a dozen one- and two-letter "words" that
+    matched fragments of unrelated text; it is one term, whatever the value."""
+    assert identifier_terms(f"{before} {value}{stop} {after}") == [*identifier_terms(before), OPAQUE_VALUE, *identifier_terms(after)]
+    assert phrases(identifier_terms(f"delete {value} now")) == []  # its neighbours say nothing of it
+
+
+@pytest.mark.parametrize("text", ["v2", "python3.8", "x86_64", "2024-05-01", "iso8601", "9:30", "HTTP2", "COVID-19", "e.g. i.e."])
+def test_versions_dates_and_short_codes_stay_words(text: str) -> None:
+    assert not {OPAQUE_VALUE, DOTTED_NAME} & set(identifier_terms(text))
+
+
+def test_a_dotted_name_keeps_its_words_after_its_shape() -> None:
+    assert identifier_terms("set user.preferences.editor to vim.") == ["set", DOTTED_NAME, "user", "prefer", "editor", "vim"]
+    assert identifier_terms("the end. Next sentence") == ["end", "next", "sentenc"]
 
 
 def test_split_words_handles_non_ascii_camel_case() -> None:

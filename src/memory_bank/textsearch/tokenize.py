@@ -29,7 +29,7 @@ from functools import lru_cache
 import snowballstemmer
 
 __all__ = [
-    "API_STOPWORDS", "MEMORY_STOPWORDS", "fold", "folded_terms", "identifier_terms", "phrases", "split_words", "stem",
+    "API_STOPWORDS", "DOTTED_NAME", "MEMORY_STOPWORDS", "OPAQUE_VALUE", "fold", "folded_terms", "identifier_terms", "phrases", "split_words", "stem",
 ]  # fmt: skip
 
 #: Function words that carry no intent in a request for an operation ("can you get me the
@@ -55,6 +55,16 @@ MEMORY_STOPWORDS = frozenset(
 _RUN = re.compile(r"[^\W\d_]+|\d+")
 #: Runs of letters and digits together: every separator (space, punctuation, ``_``) splits.
 _WORD = re.compile(r"[^\W_]+")
+
+#: What may be one value in API text or a request: letters, digits and the separators ids
+#: and dotted names are made with (``mem_01J9ZK3Q``, a UUID, ``user.preferences.editor``).
+_CHUNK = re.compile(r"[\w.\-%+=]+")
+#: A dotted name: two or more parts of at least two characters, each starting with a letter.
+_DOTTED = re.compile(r"[^\W\d_][\w-]+(?:\.[^\W\d_][\w-]+)+")
+#: The term every opaque value becomes (:func:`_opaque`), and the one a dotted name adds to
+#: its words: no word tokenizes to either.
+OPAQUE_VALUE = "#id"
+DOTTED_NAME = "#keypath"
 
 _STEMMER = snowballstemmer.stemmer("english")
 
@@ -90,6 +100,20 @@ def split_words(text: str) -> list[str]:
     return [word for run in _RUN.findall(text) for word in _words_of_run(run)]
 
 
+def _opaque(chunk: str) -> bool:
+    """Whether ``chunk`` is an opaque value (an id, a tracking number, a token), not words:
+    at least 8 characters, letters and digits mixed, switching between the two at least
+    three times or holding 4 digits beside 2 letters (``mem_01J9ZK3Q``, a UUID,
+    ``CA107308006SI``, ``tt1234567``; not ``v2``, ``python3.8``, ``x86_64`` or a date)."""
+    if len(chunk) < 8:
+        return False
+    kinds = [c.isdigit() for c in chunk if c.isalnum()]
+    digits = sum(kinds)
+    letters = len(kinds) - digits
+    switches = sum(a != b for a, b in zip(kinds, kinds[1:]))
+    return digits > 0 and letters > 0 and (switches >= 3 or (digits >= 4 and letters >= 2))
+
+
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """The Porter2 stem of a lower-case word (``"holidays"`` -> ``"holiday"``)."""
@@ -105,8 +129,28 @@ def identifier_terms(*texts: str) -> list[str]:
 @lru_cache(maxsize=65536)
 def _identifier_terms_of(text: str) -> tuple[str, ...]:
     """Cached per text: big specs repeat the same parameter and field descriptions
-    hundreds of times."""
-    return tuple(stem(w) for w in split_words(text) if w not in API_STOPWORDS)
+    hundreds of times.
+
+    Values are terms of their shape. Split into words, an opaque value gave a request a
+    dozen one- and two-letter "words" (``mem_01JA2B3C`` -> ``mem`` ``01`` ``ja`` ``2`` ``b``
+    ...) that matched fragments of unrelated text: it is one term, :data:`OPAQUE_VALUE`,
+    which meets the values an operation's own text shows. A dotted name keeps its words
+    and is preceded by :data:`DOTTED_NAME`, so a request naming a keypath meets the
+    operations whose text shows one, whatever its words."""
+    terms: list[str] = []
+    start = 0
+    for match in _CHUNK.finditer(text):
+        chunk = match[0].strip(".")
+        opaque = _opaque(chunk)
+        if opaque or _DOTTED.fullmatch(chunk):
+            terms += _word_terms(text[start : match.start()])
+            terms += [OPAQUE_VALUE] if opaque else [DOTTED_NAME, *_word_terms(chunk)]
+            start = match.end()
+    return (*terms, *_word_terms(text[start:]))
+
+
+def _word_terms(text: str) -> list[str]:
+    return [stem(w) for w in split_words(text) if w not in API_STOPWORDS]
 
 
 def fold(text: str) -> str:
@@ -133,4 +177,4 @@ def phrases(words: list[str]) -> list[str]:
     holidays" matches ``NextPublicHolidays`` better than ``PublicHolidaysNext`` would
     (the sequential-dependence idea of Metzler & Croft, 2005, reduced to bigrams).
     """
-    return [f"{a}_{b}" for a, b in zip(words, words[1:])]
+    return [f"{a}_{b}" for a, b in zip(words, words[1:]) if OPAQUE_VALUE not in (a, b)]

@@ -28,7 +28,7 @@ from typing import Any
 from memory_bank.capabilities.ranking.method_intent import METHOD_VERBS
 from memory_bank.textsearch.tokenize import identifier_terms
 
-__all__ = ["CHANGE", "REMOVAL", "Hazard", "Request", "asks_question"]
+__all__ = ["CHANGE", "REMOVAL", "Hazard", "Request", "asks_question", "asks_removal"]
 
 #: Words that ask to remove something.
 REMOVAL = frozenset(identifier_terms("remove delete forget erase wipe drop purge discard clear cancel revoke destroy"))
@@ -42,6 +42,23 @@ _INTERROGATIVE = re.compile(
     r"(?:^|[.!?;])[\s\"'(]*(?:what|which|who|whom|whose|where|when|why|how|is|are|was|were|does|do|did|has|have|had)\b",
     re.IGNORECASE,
 )
+
+
+#: A word that asks for nothing: the topic of a preposition ("the memory about deleting
+#: stale branches", "notes on removing the cache") or a negated verb ("don't forget
+#: that", "never delete").
+_NOT_ASKED = re.compile(
+    r"\b(?:about|on|regarding|concerning|of|not|never|(?:do|does|did|wo|ca|could|should|would)n['\u2019]?t|cannot)\s+[^\W\d_]+",
+    re.IGNORECASE,
+)
+
+
+def asks_removal(terms: Iterable[str], request: str) -> bool:
+    """Whether ``request`` (its stemmed ``terms`` given) asks to remove something: it uses a
+    word of :data:`REMOVAL`, and not only as a topic or negated."""
+    if not REMOVAL.intersection(terms):
+        return False
+    return bool(REMOVAL.intersection(identifier_terms(_NOT_ASKED.sub(" ", request))))
 
 
 def asks_question(request: str) -> bool:
@@ -75,7 +92,7 @@ class Request:
     def of(cls, terms: Iterable[str], text: str) -> Request:
         """The request of ``terms`` (its stemmed words) and ``text``."""
         words = set(terms)
-        return cls(bool(words & REMOVAL), asks_question(text) and not words & CHANGE)
+        return cls(asks_removal(words, text), asks_question(text) and not words & CHANGE)
 
     @property
     def restricts(self) -> bool:
