@@ -2,8 +2,8 @@
 
     python evals/capability_scores.py [--semantic] [--json] [--results [FILE]]
 
-For every source (ToolAlpaca, ToolBench from ``../shared/evals``, our own catalog from
-``evals/own_catalog``), each request's first result is right (a gold operation) or wrong
+For every source (ToolAlpaca, ToolBench from ``../shared/evals``, our own catalog's two
+development sets from ``evals/own_catalog``; never its sealed set), each request's first result is right (a gold operation) or wrong
 (another one, or anything at all for a request whose operation is not exposed). The AUC
 of the first score over those two groups says how well the score tells a sure match from
 a guess: 1.0 = every right first result outscores every wrong one, 0.5 = no better than
@@ -37,6 +37,7 @@ SOURCES = {
     "toolalpaca": (SHARED / "toolalpaca" / "queries.jsonl", SHARED / "toolalpaca"),
     "toolbench": (SHARED / "toolbench" / "queries.jsonl", SHARED / "toolbench"),
     "own": (ROOT / "evals" / "own_catalog" / "requests.jsonl", ROOT / "openapi"),
+    "own-blind": (ROOT / "evals" / "own_catalog" / "blind_requests.jsonl", ROOT / "openapi"),
 }
 #: Candidate cuts: every 0.01 in [0, 1].
 CUTS = [i / 100 for i in range(101)]

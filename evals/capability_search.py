@@ -68,6 +68,7 @@ FUSION_GRID = [(weight, floor) for weight in (0.2, 0.3, 0.4, 0.5) for floor in (
 #: Components other than the BM25F fields, and what switching each off sets in :class:`Ranking`.
 SWITCHES: Mapping[str, Mapping[str, Any]] = {
     "api_prior": {"api_weight": 0.0},
+    "example_requests": {"example_weight": 0.0},
     "word_pairs": {"word_pairs": False},
     "question_fallback": {"fallback_weight": 0.0},
     "method_intent": {"mismatch_weight": 0.0},

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -88,6 +89,20 @@ def test_a_removal_word_that_only_names_a_topic_asks_no_removal(words: str, remo
     assert not asks_removal(identifier_terms(topic), topic)
     order = f"{removal} the {words} {preposition} {rest}"
     assert asks_removal(identifier_terms(order), order)
+
+
+@pytest.mark.parametrize(
+    ("request_text", "removal"),
+    [
+        ("Do you know anything about how we delete stale feature branches?", False),
+        ("notes on removing the cache, and on dropping old tables", False),
+        ("tell me about the launch, then delete the draft", True),
+        ("Forget everything about my old address", True),
+        ("the list of deleted items", False),
+    ],
+)
+def test_a_topic_runs_to_the_end_of_its_clause(request_text: str, removal: bool) -> None:
+    assert asks_removal(identifier_terms(request_text), request_text) is removal
 
 
 @settings(max_examples=100, deadline=None)

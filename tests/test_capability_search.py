@@ -55,6 +55,9 @@ CATALOG = [
 ]
 
 
+QUERIES_WITHOUT_EXAMPLES = ["remember that I parked on level 3", "delete my memory", "weather in Paris", "holidays in France 2025", "history of a memory"]
+
+
 @pytest.mark.parametrize(
     ("text", "words"),
     [
@@ -154,6 +157,32 @@ def test_examples_are_a_field_of_their_own_that_reaches_an_operation_its_text_do
     ranked = CapabilitySearch([*CATALOG, noted]).search("jot down that the meeting moved to Friday")
     assert ranked[0].capability["name"] == "postNote"
     assert CapabilitySearch([*CATALOG, noted | {"examples": []}]).search("jot down that the meeting moved") == []
+
+
+def test_example_requests_count_a_word_over_requests_not_operations() -> None:
+    """Every operation of a small catalog mentions the action words somewhere, so their idf
+    over operations is near 0; over the examples, "delete" is specific, and the operation
+    most of whose examples use it wins over one that shows the request's id more often."""
+    ids = ["mem_01J9ZK3QF7R2XW8M4T6B5N", "mem_01HZX8Y2KQ4V7N3M9P0R5T", "mem_01JA2B3C4D5E6F7G8H9J0K"]
+    read = capability("getNote", "Get a note", "GET", "/notes/{id}") | {
+        "examples": [f"show me {i}" for i in ids] + [f"read note {ids[0]}", "when was this note deleted?", "open the note"]
+    }
+    delete = capability("deleteNote", "Remove a note", "DELETE", "/notes/{id}", permission="memory:write") | {
+        "examples": ["delete that note", "delete the note about the offsite", f"please delete {ids[1]}", "delete it"]
+    }
+    history = capability("getNoteHistory", "Versions of a note", "GET", "/notes/{id}/history") | {
+        "examples": ["what did this note say before", "show the versions of the note", "was it deleted or changed"]
+    }
+    catalog = [read, delete, history]
+    request = "delete mem_01JQ7RK3M4N5P6Q7R8S9T0V1W2"
+    assert CapabilitySearch(catalog).search(request)[0].capability["name"] == "deleteNote"
+    assert CapabilitySearch(catalog, ranking=Ranking(example_weight=0.0)).search(request)[0].capability["name"] == "getNote"
+
+
+@given(st.lists(st.sampled_from(CATALOG), min_size=1, max_size=6, unique_by=lambda c: c["name"]), st.sampled_from(QUERIES_WITHOUT_EXAMPLES))
+def test_a_catalog_without_examples_ranks_as_without_the_signal(catalog: list[dict[str, Any]], request: str) -> None:
+    with_signal, without = (CapabilitySearch(catalog, ranking=Ranking(example_weight=w)).search(request) for w in (0.35, 0.0))
+    assert with_signal == without
 
 
 @pytest.mark.parametrize(

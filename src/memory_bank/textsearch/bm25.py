@@ -71,9 +71,19 @@ class BM25F:
     """An immutable in-memory BM25F index over documents given as ``{field: [term, ...]}``."""
 
     def __init__(
-        self, documents: Sequence[Mapping[str, Sequence[str]]], weights: Mapping[str, float], *, k1: float = K1, b: float = B
+        self,
+        documents: Sequence[Mapping[str, Sequence[str]]],
+        weights: Mapping[str, float],
+        *,
+        k1: float = K1,
+        b: float = B,
+        collection: tuple[int, Mapping[str, int]] | None = None,
     ) -> None:
-        """Index ``documents``; a field not in ``weights`` (or weighted 0) is not indexed."""
+        """Index ``documents``; a field not in ``weights`` (or weighted 0) is not indexed.
+
+        ``collection``, ``(size, document frequency per term)``, takes the idf from another
+        collection than ``documents`` (a finer one: the requests an operation's examples
+        are, where the documents are operations)."""
         self._n = len(documents)
         weights = {field: weight for field, weight in weights.items() if weight > 0}
         avg = {
@@ -91,12 +101,13 @@ class BM25F:
                     pseudo_tf[term] += weight * tf / norm
             for term, weighted in pseudo_tf.items():
                 postings.setdefault(term, []).append((doc_id, weighted / (k1 + weighted)))
-        self._idf = {t: idf(self._n, len(p)) for t, p in postings.items()}
+        size, frequency = collection or (self._n, {t: len(p) for t, p in postings.items()})
+        self._idf = {t: idf(size, frequency.get(t, 0)) for t in postings}
         #: term -> (doc ids, impacts): two flat tuples iterate faster than pairs.
         self._postings = {
             t: (tuple(d for d, _ in p), tuple(self._idf[t] * s for _, s in p)) for t, p in postings.items()
         }
-        self._unseen_idf = idf(self._n, 0)
+        self._unseen_idf = idf(size, 0)
 
     def __len__(self) -> int:
         return self._n

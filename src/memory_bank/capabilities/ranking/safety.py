@@ -44,11 +44,14 @@ _INTERROGATIVE = re.compile(
 )
 
 
-#: A word that asks for nothing: the topic of a preposition ("the memory about deleting
-#: stale branches", "notes on removing the cache") or a negated verb ("don't forget
-#: that", "never delete").
+#: Words that ask for nothing: the topic a preposition opens, up to the end of its clause
+#: ("the memory about deleting stale branches was useful", "do you know anything about how
+#: we delete branches?"), and a negated verb ("don't forget that", "never delete"). Read
+#: broadly on purpose: a removal missed costs the deletion a place, a removal imagined
+#: lets it come first.
 _NOT_ASKED = re.compile(
-    r"\b(?:about|on|regarding|concerning|of|not|never|(?:do|does|did|wo|ca|could|should|would)n['\u2019]?t|cannot)\s+[^\W\d_]+",
+    r"\b(?:about|on|regarding|concerning|of)\b[^,.;:!?]*?(?=[,.;:!?]|\b(?:and|then|but)\b|$)"
+    r"|\b(?:not|never|(?:do|does|did|wo|ca|could|should|would)n['\u2019]?t|cannot)\s+[^\W\d_]+",
     re.IGNORECASE,
 )
 

@@ -16,7 +16,10 @@ built once at construction and answered from memory:
 
 Score = ``(1 - API_WEIGHT) * operation + API_WEIGHT * api``, both in [0, 1] (see
 ``textsearch.bm25`` for what 1 means), so the score is in [0, 1] and a caller may apply
-a fixed ``min_score``. A request phrased as a question then mixes in a small share of
+a fixed ``min_score``. An operation with ``x-capability.examples`` mixes in how well the
+request's words match its examples with the idf counted over all examples rather than over
+operations (:mod:`example_requests`): in a small catalog every operation mentions every
+action word somewhere, and only counted over requests is "delete" specific. A request phrased as a question then mixes in a small share of
 how well each operation says it answers questions (:mod:`question_fallback`), so a
 question that no operation names reaches a question-answering one. An operation whose method the request's verbs rule out ("fetch
 my profile" vs. ``PUT /updateUserProfile``) loses a fifth of its score
@@ -46,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory_bank.capabilities.ranking import method_intent, request_steps, safety
+from memory_bank.capabilities.ranking.example_requests import EXAMPLE_WEIGHT, ExampleRequests
 from memory_bank.capabilities.ranking.fields import FIELD_WEIGHTS, api_terms, fields
 from memory_bank.capabilities.ranking.question_fallback import ANSWER_TERMS, FALLBACK_WEIGHT, asks_question
 from memory_bank.capabilities.ranking.semantic import SemanticIndex, TextVectors, capability_texts
@@ -87,6 +91,8 @@ class Ranking:
     b: float = B
     #: Share of the score from the operation's API.
     api_weight: float = API_WEIGHT
+    #: Share of the score, for an operation with examples, from :mod:`example_requests`.
+    example_weight: float = EXAMPLE_WEIGHT
     #: Whether the request's adjacent word pairs are query terms.
     word_pairs: bool = True
     #: :mod:`question_fallback`'s and :mod:`method_intent`'s weights; 0 switches them off.
@@ -133,6 +139,7 @@ class CapabilitySearch:
         for capability, source in zip(self._capabilities, self._source_of):
             pooled[source] += api_terms(capability)
         self._apis = BM25F([{"api": words} for words in pooled], {"api": 1.0}, k1=ranking.k1, b=ranking.b)
+        self._examples = ExampleRequests(self._capabilities)
         self._actions = [method_intent.actions(c) for c in self._capabilities]
         self._hazards = [safety.Hazard.of(c) for c in self._capabilities]
         self._answers = self._operations.scores(ANSWER_TERMS)
@@ -166,6 +173,13 @@ class CapabilitySearch:
             (1 - ranking.api_weight) * own + ranking.api_weight * api[source] if own > 0 else 0.0
             for own, source in zip(self._operations.scores(query_terms), self._source_of)
         ]
+        examples = self._examples.scores(words) if ranking.example_weight > 0 else None
+        if examples is not None:
+            share = ranking.example_weight
+            scores = [
+                (1 - share) * own + share * example if has and own > 0 else own
+                for own, example, has in zip(scores, examples, self._examples.has_examples)
+            ]
         fallback = ranking.fallback_weight
         if fallback > 0 and asks_question(query):
             scores = [(1 - fallback) * own + fallback * answers for own, answers in zip(scores, self._answers)]

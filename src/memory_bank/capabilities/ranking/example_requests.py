@@ -1,0 +1,53 @@
+"""How specific a request's words are among requests: the examples as a collection of their own.
+
+In :mod:`fields` an operation's examples are one field, and a word's idf is counted over
+operations. In a small catalog whose operations all talk about the same resource, the words
+that name the action ("delete", "set", "remember") then turn up in nearly every operation
+(one example of the history read says "deleted", one of the search says "remember"), so
+their idf is near 0, and a content word that one description happens to use ("editor")
+outweighs them: "delete mem_01J..." went to the read, "set user.preferences.editor to
+neovim" to the keypath read.
+
+The examples are requests, so this signal counts over requests: a word's idf is taken over
+all examples of the catalog (a word one example in ten uses is specific, however many
+operations have that one example), and its frequency in an operation is how many of the
+operation's examples use it. That is BM25 over operations with the idf of the finer
+collection (``BM25F(collection=...)``), Lucene's k1 and b. An operation's score mixes in
+``EXAMPLE_WEIGHT`` of it (``search.Ranking.example_weight``); an operation without examples
+keeps its score, so a vendor spec without them ranks as before.
+
+Measurements and the choice of the weight: ``docs/decisions/0031-example-requests-as-a-collection.md``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memory_bank.textsearch.bm25 import BM25F
+from memory_bank.textsearch.tokenize import identifier_terms
+
+__all__ = ["EXAMPLE_WEIGHT", "ExampleRequests"]
+
+#: Share of an operation's score that comes from this signal, when it has examples.
+EXAMPLE_WEIGHT = 0.35
+
+
+class ExampleRequests:
+    """The examples of a catalog's operations, indexed per operation with the idf of examples."""
+
+    def __init__(self, capabilities: Sequence[Mapping[str, Any]]) -> None:
+        per_operation = [
+            [frozenset(identifier_terms(e)) for e in capability.get("examples") or () if isinstance(e, str)]
+            for capability in capabilities
+        ]
+        self.has_examples = [bool(examples) for examples in per_operation]
+        frequency = Counter(term for examples in per_operation for example in examples for term in example)
+        documents = [{"examples": [term for example in examples for term in sorted(example)]} for examples in per_operation]
+        size = sum(len(examples) for examples in per_operation)
+        self._index = BM25F(documents, {"examples": 1.0}, collection=(size, frequency)) if size else None
+
+    def scores(self, words: Sequence[str]) -> list[float] | None:
+        """Per operation, the score in [0, 1] of a request's ``words``; None without examples."""
+        return self._index.scores(words) if self._index is not None else None
