@@ -179,6 +179,19 @@ def test_example_requests_count_a_word_over_requests_not_operations() -> None:
     assert CapabilitySearch(catalog, ranking=Ranking(example_weight=0.0)).search(request)[0].capability["name"] == "getNote"
 
 
+def test_in_example_requests_a_state_is_not_an_order() -> None:
+    """Reads' examples say "saved" ("what's saved on the trip?"); a save's say "save"."""
+    assert identifier_terms("what is saved on it", participles=True) == ["save~ed"]
+    assert identifier_terms("what is saved on it") == identifier_terms("save it") == ["save"]
+    listing = capability("listNotes", "List notes", "GET", "/notes") | {
+        "examples": ["show everything saved", "list the saved notes", "what's saved on the trip?", "give me the saved items"]
+    }
+    saving = capability("postNote", "Create a note", "POST", "/notes", permission="memory:write") | {
+        "examples": ["note that the gate is B12", "save this: lunch is at 1", "remember that I like tea"]
+    }
+    assert CapabilitySearch([listing, saving]).search("save a note")[0].capability["name"] == "postNote"
+
+
 @given(st.lists(st.sampled_from(CATALOG), min_size=1, max_size=6, unique_by=lambda c: c["name"]), st.sampled_from(QUERIES_WITHOUT_EXAMPLES))
 def test_a_catalog_without_examples_ranks_as_without_the_signal(catalog: list[dict[str, Any]], request: str) -> None:
     with_signal, without = (CapabilitySearch(catalog, ranking=Ranking(example_weight=w)).search(request) for w in (0.35, 0.0))

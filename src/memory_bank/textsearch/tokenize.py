@@ -29,7 +29,7 @@ from functools import lru_cache
 import snowballstemmer
 
 __all__ = [
-    "API_STOPWORDS", "DOTTED_NAME", "MEMORY_STOPWORDS", "OPAQUE_VALUE", "fold", "folded_terms", "identifier_terms", "phrases", "split_words", "stem",
+    "API_STOPWORDS", "DOTTED_NAME", "MEMORY_STOPWORDS", "OPAQUE_VALUE", "PARTICIPLE", "fold", "folded_terms", "identifier_terms", "phrases", "split_words", "stem",
 ]  # fmt: skip
 
 #: Function words that carry no intent in a request for an operation ("can you get me the
@@ -65,6 +65,8 @@ _DOTTED = re.compile(r"[^\W\d_][\w-]+(?:\.[^\W\d_][\w-]+)+")
 #: its words: no word tokenizes to either.
 OPAQUE_VALUE = "#id"
 DOTTED_NAME = "#keypath"
+#: What ``identifier_terms(..., participles=True)`` appends to the stem of a word in "-ed".
+PARTICIPLE = "~ed"
 
 _STEMMER = snowballstemmer.stemmer("english")
 
@@ -120,14 +122,16 @@ def stem(word: str) -> str:
     return str(_STEMMER.stemWord(word))
 
 
-def identifier_terms(*texts: str) -> list[str]:
+def identifier_terms(*texts: str, participles: bool = False) -> list[str]:
     """The search terms of API ``texts``, in order: their words split as identifiers
-    (:func:`split_words`), without :data:`API_STOPWORDS`, stemmed."""
-    return [term for text in texts for term in _identifier_terms_of(text)]
+    (:func:`split_words`), without :data:`API_STOPWORDS`, stemmed; with ``participles``, a
+    word in "-ed" keeps a mark (:data:`PARTICIPLE`) after its stem, so the state "saved"
+    stays apart from the order "save"."""
+    return [term for text in texts for term in _identifier_terms_of(text, participles)]
 
 
 @lru_cache(maxsize=65536)
-def _identifier_terms_of(text: str) -> tuple[str, ...]:
+def _identifier_terms_of(text: str, participles: bool = False) -> tuple[str, ...]:
     """Cached per text: big specs repeat the same parameter and field descriptions
     hundreds of times.
 
@@ -143,14 +147,18 @@ def _identifier_terms_of(text: str) -> tuple[str, ...]:
         chunk = match[0].strip(".")
         opaque = _opaque(chunk)
         if opaque or _DOTTED.fullmatch(chunk):
-            terms += _word_terms(text[start : match.start()])
-            terms += [OPAQUE_VALUE] if opaque else [DOTTED_NAME, *_word_terms(chunk)]
+            terms += _word_terms(text[start : match.start()], participles)
+            terms += [OPAQUE_VALUE] if opaque else [DOTTED_NAME, *_word_terms(chunk, participles)]
             start = match.end()
-    return (*terms, *_word_terms(text[start:]))
+    return (*terms, *_word_terms(text[start:], participles))
 
 
-def _word_terms(text: str) -> list[str]:
-    return [stem(w) for w in split_words(text) if w not in API_STOPWORDS]
+def _word_terms(text: str, participles: bool) -> list[str]:
+    return [
+        stem(w) + PARTICIPLE if participles and len(w) > 4 and w.endswith("ed") else stem(w)
+        for w in split_words(text)
+        if w not in API_STOPWORDS
+    ]
 
 
 def fold(text: str) -> str:

@@ -12,7 +12,11 @@ The examples are requests, so this signal counts over requests: a word's idf is 
 all examples of the catalog (a word one example in ten uses is specific, however many
 operations have that one example), and its frequency in an operation is how many of the
 operation's examples use it. That is BM25 over operations with the idf of the finer
-collection (``BM25F(collection=...)``), Lucene's k1 and b. An operation's score mixes in
+collection (``BM25F(collection=...)``), Lucene's k1 and b. In requests a word in "-ed"
+states what is ("what's saved on the trip?", "when was it deleted?") where the bare verb
+orders it ("save ...", "delete ..."), so here the two stay apart
+(``identifier_terms(participles=True)``); in an operation's own text, where both describe
+what it does, they are one word. An operation's score mixes in
 ``EXAMPLE_WEIGHT`` of it (``search.Ranking.example_weight``); an operation without examples
 keeps its score, so a vendor spec without them ranks as before.
 
@@ -39,7 +43,7 @@ class ExampleRequests:
 
     def __init__(self, capabilities: Sequence[Mapping[str, Any]]) -> None:
         per_operation = [
-            [frozenset(identifier_terms(e)) for e in capability.get("examples") or () if isinstance(e, str)]
+            [frozenset(identifier_terms(e, participles=True)) for e in capability.get("examples") or () if isinstance(e, str)]
             for capability in capabilities
         ]
         self.has_examples = [bool(examples) for examples in per_operation]
@@ -48,6 +52,6 @@ class ExampleRequests:
         size = sum(len(examples) for examples in per_operation)
         self._index = BM25F(documents, {"examples": 1.0}, collection=(size, frequency)) if size else None
 
-    def scores(self, words: Sequence[str]) -> list[float] | None:
-        """Per operation, the score in [0, 1] of a request's ``words``; None without examples."""
-        return self._index.scores(words) if self._index is not None else None
+    def scores(self, request: str) -> list[float] | None:
+        """Per operation, the score in [0, 1] of ``request``; None without examples."""
+        return self._index.scores(identifier_terms(request, participles=True)) if self._index is not None else None

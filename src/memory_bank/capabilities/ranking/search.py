@@ -173,7 +173,7 @@ class CapabilitySearch:
             (1 - ranking.api_weight) * own + ranking.api_weight * api[source] if own > 0 else 0.0
             for own, source in zip(self._operations.scores(query_terms), self._source_of)
         ]
-        examples = self._examples.scores(words) if ranking.example_weight > 0 else None
+        examples = self._examples.scores(query) if ranking.example_weight > 0 else None
         if examples is not None:
             share = ranking.example_weight
             scores = [
