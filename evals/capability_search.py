@@ -12,7 +12,7 @@ own, ``--specs-root openapi`` with ``"spec": "memory.yaml"``) keeps its flags: o
 what the server exposes is searchable. A result counts when its (spec, method, path) is
 in the query's gold chain.
 
-Metrics: hit@1 / hit@k (any gold op in the top 1 / k), final@1 / final@k (the
+Metrics: hit@1 / hit@3 / hit@k (any gold op in the top 1 / 3 / k), final@1 / final@k (the
 chain's last op), MRR of the first gold hit (0 when none in the top ``max(k, 10)``);
 plus index build time and median / p95 query latency. Rows that carry ``asks_delete``
 (our own catalog) add ``destructive_first``: how many requests that do not ask to delete
@@ -33,7 +33,8 @@ a BM25F field, the API prior, word pairs, a request rule, safety), a real
 :class:`Ranking` of the index, not a patch; ``evals/ablation.py`` runs them all.
 
 ``--results`` rewrites this run's section of ``evals/RESULTS.md`` (see ``results.py``),
-named after the queries' folder (``toolalpaca``, ``toolbench``) and the options.
+named after the queries' folder (``toolalpaca``, ``toolbench``; ``own_catalog-blind`` for a
+folder's second set) and the options.
 """
 
 from __future__ import annotations
@@ -119,6 +120,13 @@ def load_catalog(specs_root: Path, spec_names: Sequence[str]) -> list[dict[str, 
     return build_catalogs([(name, load_spec(specs_root / name)) for name in spec_names], default_expose=True)
 
 
+def source_name(queries: Path) -> str:
+    """A results section's name for a query file: its folder (``toolbench``), and the file's
+    own name when a folder holds several sets (``own_catalog-blind`` for ``blind_requests.jsonl``)."""
+    stem = queries.stem.removesuffix("_requests")
+    return queries.parent.name if stem in ("queries", "requests") else f"{queries.parent.name}-{stem}"
+
+
 def op_key(capability: Mapping[str, Any]) -> tuple[str, str]:
     """``(source spec, "METHOD /path")``: what the gold data names an operation by."""
     return capability["source"], f"{capability['method']} {capability['path']}"
@@ -156,6 +164,7 @@ def query_metrics(query: Query, ranked: Sequence[tuple[str, str]], *, k: int = 5
     final = next((i for i, key in enumerate(keys) if key == query.gold_final), None)
     return {
         "hit@1": float(first == 0),
+        "hit@3": float(first is not None and first < 3),
         f"hit@{k}": float(first is not None and first < k),
         "final@1": float(final == 0),
         f"final@{k}": float(final is not None and final < k),
@@ -286,7 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report(result | {"chosen": chosen_pairs}, as_json=args.json)
         if args.results:
             body = table([result]) + "\n\nFolds per chosen pair: " + ", ".join(f"{p}: {n}" for p, n in chosen_pairs.items())
-            write_section(args.results, f"{args.queries.parent.name}-cv", f"Capability search, {args.queries.parent.name}: fusion CV", body)
+            write_section(args.results, f"{source_name(args.queries)}-cv", f"Capability search, {source_name(args.queries)}: fusion CV", body)
         return 0
     rank, build_ms = memory_bank_ranker(catalog, embedder, ablated(args.ablate))
     result = {"queries": len(queries), "operations": len(catalog), "semantic": args.semantic, "build_ms": round(build_ms, 2)}
@@ -297,8 +306,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         result |= safety(queries, deletes, catalog, rank) | {"no_gold": sum(1 for q in queries if not q.gold)}
     report(result, as_json=args.json)
     if args.results:
-        name = args.queries.parent.name + ("-semantic" if args.semantic else "") + "".join(f"-no-{a}" for a in args.ablate)
-        title = f"Capability search, {args.queries.parent.name}, {'lexical + semantic' if args.semantic else 'lexical'}"
+        name = source_name(args.queries) + ("-semantic" if args.semantic else "") + "".join(f"-no-{a}" for a in args.ablate)
+        title = f"Capability search, {source_name(args.queries)}, {'lexical + semantic' if args.semantic else 'lexical'}"
         write_section(args.results, name, title, table([result]))
     return 0
 

@@ -20,7 +20,7 @@ from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.textsearch.bm25 import BM25F
 from memory_bank.textsearch.embeddings import load_embedder
 from memory_bank.textsearch.fusion import fuse
-from memory_bank.textsearch.tokenize import DOTTED_NAME, OPAQUE_VALUE, identifier_terms, phrases, split_words, stem
+from memory_bank.textsearch.tokenize import OPAQUE_VALUE, identifier_terms, phrases, split_words, stem
 from support.requirements import need, semantic_extra
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,12 +111,7 @@ def test_an_opaque_value_is_one_term_and_leaves_the_words_around_it_alone(before
 
 @pytest.mark.parametrize("text", ["v2", "python3.8", "x86_64", "2024-05-01", "iso8601", "9:30", "HTTP2", "COVID-19", "e.g. i.e."])
 def test_versions_dates_and_short_codes_stay_words(text: str) -> None:
-    assert not {OPAQUE_VALUE, DOTTED_NAME} & set(identifier_terms(text))
-
-
-def test_a_dotted_name_keeps_its_words_after_its_shape() -> None:
-    assert identifier_terms("set user.preferences.editor to vim.") == ["set", DOTTED_NAME, "user", "prefer", "editor", "vim"]
-    assert identifier_terms("the end. Next sentence") == ["end", "next", "sentenc"]
+    assert OPAQUE_VALUE not in identifier_terms(text)
 
 
 def test_split_words_handles_non_ascii_camel_case() -> None:

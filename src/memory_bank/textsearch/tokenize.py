@@ -29,7 +29,7 @@ from functools import lru_cache
 import snowballstemmer
 
 __all__ = [
-    "API_STOPWORDS", "DOTTED_NAME", "MEMORY_STOPWORDS", "OPAQUE_VALUE", "PARTICIPLE", "fold", "folded_terms", "identifier_terms", "phrases", "split_words", "stem",
+    "API_STOPWORDS", "MEMORY_STOPWORDS", "OPAQUE_VALUE", "PARTICIPLE", "fold", "folded_terms", "identifier_terms", "phrases", "split_words", "stem",
 ]  # fmt: skip
 
 #: Function words that carry no intent in a request for an operation ("can you get me the
@@ -57,14 +57,10 @@ _RUN = re.compile(r"[^\W\d_]+|\d+")
 _WORD = re.compile(r"[^\W_]+")
 
 #: What may be one value in API text or a request: letters, digits and the separators ids
-#: and dotted names are made with (``mem_01J9ZK3Q``, a UUID, ``user.preferences.editor``).
-_CHUNK = re.compile(r"[\w.\-%+=]+")
-#: A dotted name: two or more parts of at least two characters, each starting with a letter.
-_DOTTED = re.compile(r"[^\W\d_][\w-]+(?:\.[^\W\d_][\w-]+)+")
-#: The term every opaque value becomes (:func:`_opaque`), and the one a dotted name adds to
-#: its words: no word tokenizes to either.
+#: are made with (``mem_01J9ZK3Q``, a UUID, ``CA107308006SI``).
+_CHUNK = re.compile(r"[\w\-%+=]+")
+#: The term every opaque value becomes (:func:`_opaque`): no word tokenizes to it.
 OPAQUE_VALUE = "#id"
-DOTTED_NAME = "#keypath"
 #: What ``identifier_terms(..., participles=True)`` appends to the stem of a word in "-ed".
 PARTICIPLE = "~ed"
 
@@ -135,20 +131,15 @@ def _identifier_terms_of(text: str, participles: bool = False) -> tuple[str, ...
     """Cached per text: big specs repeat the same parameter and field descriptions
     hundreds of times.
 
-    Values are terms of their shape. Split into words, an opaque value gave a request a
-    dozen one- and two-letter "words" (``mem_01JA2B3C`` -> ``mem`` ``01`` ``ja`` ``2`` ``b``
-    ...) that matched fragments of unrelated text: it is one term, :data:`OPAQUE_VALUE`,
-    which meets the values an operation's own text shows. A dotted name keeps its words
-    and is preceded by :data:`DOTTED_NAME`, so a request naming a keypath meets the
-    operations whose text shows one, whatever its words."""
+    An opaque value is one term, :data:`OPAQUE_VALUE`. Split into words, it gave a request
+    a dozen one- and two-letter "words" (``mem_01JA2B3C`` -> ``mem`` ``01`` ``ja`` ``2`` ``b``
+    ...) that matched fragments of unrelated text; as one term it meets the values an
+    operation's own text shows."""
     terms: list[str] = []
     start = 0
     for match in _CHUNK.finditer(text):
-        chunk = match[0].strip(".")
-        opaque = _opaque(chunk)
-        if opaque or _DOTTED.fullmatch(chunk):
-            terms += _word_terms(text[start : match.start()], participles)
-            terms += [OPAQUE_VALUE] if opaque else [DOTTED_NAME, *_word_terms(chunk, participles)]
+        if _opaque(match[0]):
+            terms += [*_word_terms(text[start : match.start()], participles), OPAQUE_VALUE]
             start = match.end()
     return (*terms, *_word_terms(text[start:], participles))
 
