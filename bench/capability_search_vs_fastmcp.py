@@ -53,6 +53,7 @@ from capability_search import (  # noqa: E402
     read_queries,
     requested_embedder,
     safety,
+    source_name,
 )
 from memory_bank_codegen.loader import load_spec  # noqa: E402
 from fastmcp.server.providers.openapi import OpenAPIProvider  # noqa: E402
@@ -146,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, (rank, build_ms) in rankers.items()
     }
     if args.results:
-        source = args.queries.parent.name
+        source = source_name(args.queries)
         body = table([{"ranker": name, **row} for name, row in rows.items()])
         write_section(args.results, f"{source}-vs-fastmcp", f"Capability search, {source}: ours beside FastMCP's BM25, same catalog", body)
     if args.json:
