@@ -31,6 +31,7 @@ class Parameter:
     default: Any
     bounds: dict[str, Any]
     description: str
+    repeatable: bool = False  # an array: its name may come more than once in a query string
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ def _read_parameter(namer: TypeNamer, op_id: str, param: dict[str, Any]) -> Para
         default=resolved.get("default"),
         bounds=bounds,
         description=" ".join(param.get("description", resolved.get("description", "")).split()),
+        repeatable=resolved.get("type") == "array",
     )
 
 

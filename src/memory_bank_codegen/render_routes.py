@@ -1,7 +1,8 @@
 """Render a spec's ``<module>_routes.py``: a FastAPI router whose routes validate input and call its interface.
 
 Each route authenticates first (a dependency, so a bad token is 401 before a bad body is
-422), lets FastAPI validate path, query and header against bounds copied from the spec,
+422), refuses a repeated query parameter the spec declares single-valued (``api.query``:
+FastAPI would take its last value), lets FastAPI validate path, query and header against bounds copied from the spec,
 then reads the body itself, capped at what its schema admits: a body declared to
 FastAPI would be read whole before the token is checked. It calls the interface
 method and renders its ``Reply`` with the statuses the spec declares. Routes are
@@ -28,6 +29,7 @@ def _imports(interface: str, interface_module: str) -> ImportGroups:
         {
             "memory_bank.api.auth": ("Authorize",),
             "memory_bank.api.bodies": ("read_json_body", "read_text_body", "render_reply"),
+            "memory_bank.api.query": ("single_valued",),
             "memory_bank.generated": ("models",),
             f"memory_bank.generated.{interface_module}": (interface,),
             "memory_bank.security.principal": ("Principal",),
@@ -58,6 +60,9 @@ def _match_order(op: Operation) -> list[tuple[bool, str]]:
 def _render_route(op: Operation) -> str:
     args = [f'principal: Annotated[Principal, Depends(authorize("{op.permission}"))]']
     call = ["principal"]
+    single = [p.name for p in op.parameters if p.location == "query" and not p.repeatable]
+    if single:
+        args.append(f"_single: Annotated[None, Depends(single_valued({', '.join(map(repr, single))}))]")
     if op.body is not None:
         args.append("request: Request")
     args += [_render_param(p) for p in op.parameters]

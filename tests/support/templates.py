@@ -6,7 +6,8 @@ run; MariaDB/MySQL tests share the run's database, migrated once and emptied bef
 each test (``backends.empty_tables``), because there emptying takes milliseconds
 and a new database per test costs more than its migration saves (docs/decisions).
 Tests of the migrations themselves start from nothing instead (``test_migrations``,
-``test_keypath_invariant``, the replica races in ``test_mysql_search``).
+``test_keypath_invariant``, the replica races and the index heal in
+``test_mysql_search``): a test that alters the schema would alter it for every test after it.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from fastapi.responses import Response
 
 from memory_bank.api.auth import Authorize
 from memory_bank.api.bodies import read_json_body, render_reply
+from memory_bank.api.query import single_valued
 from memory_bank.generated import models
 from memory_bank.generated.admin_interface import MemoryBankAdminApi
 from memory_bank.security.principal import Principal
@@ -21,6 +22,7 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
     async def list_agents(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:admin"))],
+        _single: Annotated[None, Depends(single_valued("cursor", "limit"))],
         cursor: Annotated[
             str | None,
             Query(
@@ -122,6 +124,7 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
     async def list_tokens(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:admin"))],
+        _single: Annotated[None, Depends(single_valued("include_revoked", "cursor", "limit"))],
         include_revoked: Annotated[bool, Query(description="Also list revoked tokens.")] = False,
         cursor: Annotated[
             str | None,

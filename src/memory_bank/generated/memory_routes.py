@@ -8,6 +8,7 @@ from fastapi.responses import Response
 
 from memory_bank.api.auth import Authorize
 from memory_bank.api.bodies import read_json_body, read_text_body, render_reply
+from memory_bank.api.query import single_valued
 from memory_bank.generated import models
 from memory_bank.generated.memory_interface import MemoryBankApi
 from memory_bank.security.principal import Principal
@@ -21,6 +22,9 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
     async def search_capabilities(
         *,
         principal: Annotated[Principal, Depends(authorize("token:any"))],
+        _single: Annotated[
+            None, Depends(single_valued("q", "limit", "category", "include_schema"))
+        ],
         q: Annotated[
             str | None,
             Query(
@@ -55,6 +59,19 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
     async def list_memories(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:read"))],
+        _single: Annotated[
+            None,
+            Depends(
+                single_valued(
+                    "cursor",
+                    "limit",
+                    "category",
+                    "project_id",
+                    "keypath_prefix",
+                    "include_superseded",
+                )
+            ),
+        ],
         cursor: Annotated[
             str | None,
             Query(
@@ -188,6 +205,20 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
     async def get_memory_search(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:read"))],
+        _single: Annotated[
+            None,
+            Depends(
+                single_valued(
+                    "q",
+                    "limit",
+                    "category",
+                    "project_id",
+                    "keypath_prefix",
+                    "include_superseded",
+                    "min_score",
+                )
+            ),
+        ],
         q: Annotated[
             str | None,
             Query(min_length=1, max_length=2000, description="What to look for, in plain words."),

@@ -72,7 +72,16 @@ async def answering_malformed(
     lines: MemoryObjectReceiveStream[SessionMessage | Exception], replies: MemoryObjectSendStream[SessionMessage]
 ) -> AsyncIterator[MemoryObjectReceiveStream[SessionMessage | Exception]]:
     """The messages read from stdin; a line that is not one JSON-RPC message is answered
-    with the JSON-RPC error HTTP gives it (id null), not dropped while its sender waits."""
+    with the JSON-RPC error HTTP gives it (id null), not dropped while its sender waits.
+
+    One refusal of HTTP's is missing here: a request whose ``id`` is an object, an array, a
+    float, a boolean or null (``envelope.BAD_ID``). The SDK's reader validates it as a
+    notification and keeps no trace of the ``id``, so what reaches this relay is the same
+    message an id-less one gives, which must not be answered; it goes unanswered, and the
+    session goes on. Only the raw line tells them apart, and reading it means passing
+    ``stdio_server`` a stdin of our own, which gives up the SDK's claim on fd 0 (diverted
+    to the null device while serving, one transport per process).
+    """
     send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
 
     async def relay() -> None:

@@ -21,6 +21,7 @@ busy timeout is left to arbitrate between processes.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sqlite3
 import time
@@ -121,11 +122,12 @@ def search_backend(engine: Engine) -> SearchBackend:
 
 def vector_index(engine: Engine, budget: int) -> VectorIndex | None:
     """The nearest-neighbour index for this engine's dialect (``budget``: bytes an in-process one
-    may hold), or None when SQLite runs without ``sqlite-vec`` (searches then scan)."""
+    may hold), or None when its package of the ``semantic`` extra is missing (``sqlite-vec`` on
+    SQLite, ``usearch`` on MariaDB/MySQL): searches then scan, on either backend alike."""
     if engine.dialect.name == "sqlite":
         with engine.connect() as connection:
             return sqlite_vectors.SqliteVectors() if sqlite_vectors.loaded(connection) else None
-    return CachedVectors(budget)
+    return CachedVectors(budget) if importlib.util.find_spec("usearch") is not None else None
 
 
 def create_schema(engine: Engine) -> tuple[str | None, str | None]:
