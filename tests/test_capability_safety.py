@@ -99,6 +99,8 @@ def test_a_removal_word_that_only_names_a_topic_asks_no_removal(words: str, remo
         ("tell me about the launch, then delete the draft", True),
         ("Forget everything about my old address", True),
         ("the list of deleted items", False),
+        ("remember that I always forget my keys", False),
+        ("delete the note that says I like tea", True),
     ],
 )
 def test_a_topic_runs_to_the_end_of_its_clause(request_text: str, removal: bool) -> None:

@@ -44,13 +44,14 @@ _INTERROGATIVE = re.compile(
 )
 
 
-#: Words that ask for nothing: the topic a preposition opens, up to the end of its clause
-#: ("the memory about deleting stale branches was useful", "do you know anything about how
-#: we delete branches?"), and a negated verb ("don't forget that", "never delete"). Read
+#: Words that ask for nothing: the topic a preposition opens and the content "that" opens,
+#: up to the end of the clause ("the memory about deleting stale branches was useful", "do
+#: you know anything about how we delete branches?", "remember that I always forget my
+#: keys"), and a negated verb ("don't forget that", "never delete"). Read
 #: broadly on purpose: a removal missed costs the deletion a place, a removal imagined
 #: lets it come first.
 _NOT_ASKED = re.compile(
-    r"\b(?:about|on|regarding|concerning|of)\b[^,.;:!?]*?(?=[,.;:!?]|\b(?:and|then|but)\b|$)"
+    r"\b(?:about|on|regarding|concerning|of|that)\b[^,.;:!?]*?(?=[,.;:!?]|\b(?:and|then|but)\b|$)"
     r"|\b(?:not|never|(?:do|does|did|wo|ca|could|should|would)n['\u2019]?t|cannot)\s+[^\W\d_]+",
     re.IGNORECASE,
 )
