@@ -19,9 +19,10 @@ Score = ``(1 - API_WEIGHT) * operation + API_WEIGHT * api``, both in [0, 1] (see
 a fixed ``min_score``. An operation with ``x-capability.examples`` mixes in how well the
 request's words match its examples with the idf counted over all examples rather than over
 operations (:mod:`example_requests`): in a small catalog every operation mentions every
-action word somewhere, and only counted over requests is "delete" specific. A request phrased as a question then mixes in a small share of
-how well each operation says it answers questions (:mod:`question_fallback`), so a
-question that no operation names reaches a question-answering one. An operation whose method the request's verbs rule out ("fetch
+action word somewhere, and only counted over requests is "delete" specific. A request
+phrased as a question then mixes in a small share of how well each operation says it
+answers questions (:mod:`question_fallback`), so a question that no operation names
+reaches a question-answering one. An operation whose method the request's verbs rule out ("fetch
 my profile" vs. ``PUT /updateUserProfile``) loses a fifth of its score
 (:mod:`method_intent`). A request that states several steps gets the operation of its
 last step first when that operation is a close contender (:mod:`request_steps`). Last,
