@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_bank.capabilities.ranking.safety import REMOVAL, Hazard, Request, asks_question, asks_removal
+from memory_bank.capabilities.ranking.safety import REMOVAL, Hazard, Request, asks_question, asks_removal, is_question
 from memory_bank.capabilities.ranking.search import CapabilitySearch, Ranking
+from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.textsearch.tokenize import identifier_terms
 
 #: Resource and action words, removal words among them, so destructive and harmless
@@ -18,7 +19,7 @@ from memory_bank.textsearch.tokenize import identifier_terms
 NOUNS = ["memory", "note", "user", "report", "alert", "address", "profile", "order", "invoice", "record"]
 ACTIONS = ["get", "list", "create", "update", "delete", "remove", "erase", "archive", "export", "find", "purge", "show"]
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
-PLAIN = [w for w in NOUNS + ACTIONS + ["all", "my", "old", "the", "everything"] if not set(identifier_terms(w)) & REMOVAL]
+PLAIN = [w for w in NOUNS + ACTIONS + ["all", "my", "old", "the", "everything"] if not asks_removal(w)]
 
 
 @st.composite
@@ -63,7 +64,7 @@ def test_a_request_that_asks_no_removal_never_gets_a_destructive_operation_first
 def test_a_question_never_gets_a_write_first(catalog: list[dict[str, Any]], words: str) -> None:
     request = f"Which {words} do I have?"
     matches = CapabilitySearch(catalog).search(request)
-    if Request.of(identifier_terms(request), request).question:
+    if Request.of(request).question:
         assert not matches or matches[0].capability["annotations"]["readOnlyHint"] is True
     else:  # it names a change ("create", "update"): relevance decides, but never a deletion
         assert not matches or matches[0].capability["annotations"]["destructiveHint"] is False
@@ -77,18 +78,26 @@ def test_a_request_that_asks_to_remove_gets_the_ranking_relevance_gives(catalog:
     assert safe == unsafe
 
 
-REMOVALS = ["delete", "deleting", "remove", "removing", "forget", "erase", "purge", "wipe", "discard", "drop"]
+#: Removal words in forms that state or name rather than order.
+STATED = ["deleted", "deleting", "deletion", "removed", "removing", "forgotten", "erased", "purged", "cleared", "cancelled", "revoked", "dropped"]
+ORDERS = sorted(REMOVAL)
 
 
 @settings(max_examples=200, deadline=None)
-@given(plain_requests, st.sampled_from(REMOVALS), plain_requests, st.sampled_from(["about", "on", "regarding", "of"]))
-def test_a_removal_word_that_only_names_a_topic_asks_no_removal(words: str, removal: str, rest: str, preposition: str) -> None:
-    """"The memory about deleting stale branches was useful" is feedback, not an order to
-    delete; "delete the memory about ..." is one, whatever follows."""
-    topic = f"the {words} {preposition} {removal} {rest} was useful"
-    assert not asks_removal(identifier_terms(topic), topic)
-    order = f"{removal} the {words} {preposition} {rest}"
-    assert asks_removal(identifier_terms(order), order)
+@given(plain_requests, st.sampled_from(STATED + ORDERS), plain_requests, st.sampled_from(["about", "on", "regarding", "of", "that"]))
+def test_a_removal_word_in_a_topic_or_content_clause_asks_no_removal(words: str, removal: str, rest: str, opener: str) -> None:
+    """"The memory about deleting stale branches was useful" is feedback, "remember that I
+    always forget my keys" a save; "delete the memory about ..." is an order, whatever follows."""
+    topic = f"the {words} {opener} {removal} {rest} was useful"
+    assert not asks_removal(topic)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(ORDERS), plain_requests, st.sampled_from(["about", "on", "of", "that"]), plain_requests, st.sampled_from(str.split("lower title upper")))
+def test_a_removal_verb_that_orders_asks_a_removal(verb: str, words: str, opener: str, rest: str, case: str) -> None:
+    order = f"{getattr(verb, case)()} the {words} {opener} {rest}"
+    assert asks_removal(order)
+    assert asks_removal(f"please {verb} mem_01J9ZK3QF7R2XW8M4T6B5N, it was saved by mistake")
 
 
 @pytest.mark.parametrize(
@@ -101,20 +110,70 @@ def test_a_removal_word_that_only_names_a_topic_asks_no_removal(words: str, remo
         ("the list of deleted items", False),
         ("remember that I always forget my keys", False),
         ("delete the note that says I like tea", True),
+        ("remember the sky was clear today", False),
+        ("save: my flight was cancelled, rebooked for Monday", False),
+        ("save the quote \"forget about it\"", False),
+        ("remember the phrase 'drop the mic'", False),
+        ("remember that `DROP TABLE` is dangerous", False),
+        ("set ui.delete_label to Cancel", True),  # "Cancel" stands alone: read as asked
+        ("set ui.delete_label to blue", False),
+        ("what does deleteMemory do?", False),
+        ("save a memory\u200b: delete\u200bme is my username", False),
+        ("I don't want you remembering my home address anymore. Wipe it.", True),
+        ("unless I say delete, keep everything; save this", False),
+        ("never ever delete; save", False),
+        ("don`t delete it, show it", False),
+        ("it deletes files", True),
+        ("save it all before I forget", False),
+        ("store it lest I forget", False),
+        ("delete it before Friday", True),
     ],
 )
-def test_a_topic_runs_to_the_end_of_its_clause(request_text: str, removal: bool) -> None:
-    assert asks_removal(identifier_terms(request_text), request_text) is removal
+def test_only_a_removal_the_request_orders_counts(request_text: str, removal: bool) -> None:
+    assert asks_removal(request_text) is removal
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.sampled_from(["don't", "do not", "never", "dont", "Please don’t"]), st.sampled_from(REMOVALS), plain_requests)
+@given(st.sampled_from(["don't", "do not", "never", "dont", "Please don’t", "no need to", "unless you must"]), st.sampled_from(ORDERS), plain_requests)
 def test_a_negated_removal_asks_no_removal(negation: str, removal: str, rest: str) -> None:
     """"From now on answer in Spanish. Don't forget that." asks to keep something."""
     request = f"{rest}. {negation} {removal} that"
-    assert not asks_removal(identifier_terms(request), request)
+    assert not asks_removal(request)
     both = f"{negation} {removal} the {rest}, {removal} the old one"
-    assert asks_removal(identifier_terms(both), both)
+    assert asks_removal(both)
+
+
+MEMORY_OPERATIONS = [c for c in CAPABILITIES if c["policy"]["expose"] and c["source"] == "memory.yaml"]
+SAVES = ["remember", "note", "save", "record", "keep a record", "store this"]
+SUBJECTS = ["we", "the team", "Alice", "my script", "the order"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(SAVES), st.sampled_from(SUBJECTS), st.sampled_from(STATED), plain_requests, st.sampled_from(["that ", ": ", " "]))
+def test_on_our_catalog_a_save_whose_content_names_a_removal_never_gets_the_deletion_first(
+    save: str, subject: str, stated: str, rest: str, joint: str
+) -> None:
+    """The hostile pass's kind: "remember that we removed the old API", "save: my flight was
+    cancelled", "record that the order was cancelled". The content states a removal; the
+    request orders a save."""
+    request = f"{save}{joint}{subject} {stated} {rest}"
+    first = CapabilitySearch(MEMORY_OPERATIONS).search(request, limit=1)
+    assert not first or first[0].capability["name"] != "deleteMemory", request
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["is the", "was the", "did the", "which", "what happens when the", "has the"]), plain_requests, st.sampled_from(STATED))
+def test_on_our_catalog_a_question_about_a_removal_gets_no_write_first(opener: str, words: str, stated: str) -> None:
+    request = f"{opener} {words} {stated}?"
+    assert is_question(request)
+    first = CapabilitySearch(MEMORY_OPERATIONS).search(request, limit=1)
+    assert not first or first[0].capability["annotations"]["readOnlyHint"] is True, request
+
+
+def test_a_closing_question_mark_makes_a_question_unless_the_request_is_a_polite_order() -> None:
+    assert is_question("any notes on Rome?") and is_question("¿qué guardé?")
+    assert not is_question("I need weekly alerts sent to me. Could you set that up?")
+    assert not is_question("delete it, please?")
 
 
 def test_questions_are_known_by_their_form_and_polite_orders_are_not_questions() -> None:
@@ -127,8 +186,9 @@ def test_questions_are_known_by_their_form_and_polite_orders_are_not_questions()
 def test_only_stated_annotations_bar_anything() -> None:
     assert Hazard.of({}) == Hazard(destructive=False, writes=False)
     assert Hazard.of({"annotations": {"readOnlyHint": False, "destructiveHint": True}}) == Hazard(True, True)
-    question = Request.of(identifier_terms("what is in my notes"), "what is in my notes")
+    question = Request.of("what is in my notes")
     assert question.question and not question.removal
     assert not question.allows(Hazard(False, True)) and question.allows(Hazard(False, False))
-    change = Request.of(identifier_terms("what if I update my notes"), "what if I update my notes")
-    assert not change.question  # a change verb: more than a question
+    change = Request.of("what notes do I have? update the first one")
+    assert not change.question  # a change ordered: more than a question
+    assert Request.of("what if I update my notes").question  # a condition orders nothing

@@ -5,12 +5,19 @@ everything", nor a write for "what is stored under preferences.theme?". Relevanc
 cannot promise that: a removal and a read of the same resource share nearly every word.
 So, after ranking, the first place goes to the best operation the request allows:
 
-* an operation annotated ``destructiveHint: true`` only when the request asks to remove
-  something, in any of the usual words for it (:data:`REMOVAL`, a general lexicon,
-  stemmed like every term);
+* an operation annotated ``destructiveHint: true`` only when the request orders a removal:
+  a removal verb of :data:`REMOVAL` in its base form, used as a verb (:func:`asked_verbs`);
 * an operation that is not ``readOnlyHint: true`` not when the request only asks a
-  question: interrogative in form (:func:`asks_question`) and without a word that asks
-  for a change (:data:`CHANGE`).
+  question: interrogative in form (an opening question word or a closing question mark,
+  :func:`is_question`) and ordering no change (no verb of :data:`CHANGE` asked).
+
+A verb is asked only where the request speaks for itself: not inside quotes, not in the
+content a colon, "that" or a topic ("about", "on", "of", ...) opens, nor in a clause a
+negation or a condition opens ("don't forget that", "unless I say delete"); not as part of
+an identifier (``deleteMemory``, ``ui.delete_label``), and not after an article or a form of
+"be" ("the sky was clear"). "Deleted", "deleting" and "deletion" state or name; they do not
+order. Read broadly on purpose: a removal missed costs the deletion a place, a removal
+imagined lets it come first.
 
 The annotations are the catalog's (codegen derives them from the HTTP method, a spec may
 state them), never the operation's name. When no allowed operation matches at all, there
@@ -21,19 +28,18 @@ catalog instead of calling a write it did not ask for.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from memory_bank.capabilities.ranking.method_intent import METHOD_VERBS
-from memory_bank.textsearch.tokenize import identifier_terms
 
-__all__ = ["CHANGE", "REMOVAL", "Hazard", "Request", "asks_question", "asks_removal"]
+__all__ = ["CHANGE", "REMOVAL", "Hazard", "Request", "asked_verbs", "asks_question", "asks_removal", "is_question"]
 
-#: Words that ask to remove something.
-REMOVAL = frozenset(identifier_terms("remove delete forget erase wipe drop purge discard clear cancel revoke destroy"))
-#: Words that ask for a change of any kind: removals and the verbs of the writing methods.
-CHANGE = REMOVAL | frozenset(identifier_terms(*(METHOD_VERBS[m] for m in ("POST", "PUT", "PATCH", "DELETE"))))
+#: Verbs that order a removal, in their base form.
+REMOVAL = frozenset("remove delete forget erase wipe drop purge discard clear cancel revoke destroy".split())
+#: Verbs that order a change of any kind: removals and the verbs of the writing methods.
+CHANGE = REMOVAL | frozenset(" ".join(METHOD_VERBS[m] for m in ("POST", "PUT", "PATCH", "DELETE")).split())
 
 #: A sentence that opens with a question word or an auxiliary verb ("what ...", "is
 #: there ..."). Not a modal: "can you ...", "could you ..." are the polite form of an
@@ -44,25 +50,54 @@ _INTERROGATIVE = re.compile(
 )
 
 
-#: Words that ask for nothing: the topic a preposition opens and the content "that" opens,
-#: up to the end of the clause ("the memory about deleting stale branches was useful", "do
-#: you know anything about how we delete branches?", "remember that I always forget my
-#: keys"), and a negated verb ("don't forget that", "never delete"). Read
-#: broadly on purpose: a removal missed costs the deletion a place, a removal imagined
-#: lets it come first.
+#: Spans that are quoted: their words are content, not orders.
+_QUOTED = re.compile(r"\"[^\"]*\"|`[^`]*`|\u201c[^\u201d]*\u201d|\u2018[^\u2019]*\u2019|(?<![^\W_])'[^']*'(?![^\W_])")
+#: Spans that order nothing, each to the end of its clause: the content a colon, "that" or
+#: a topic opens, and a clause a negation or a condition opens.
 _NOT_ASKED = re.compile(
-    r"\b(?:about|on|regarding|concerning|of|that)\b[^,.;:!?]*?(?=[,.;:!?]|\b(?:and|then|but)\b|$)"
-    r"|\b(?:not|never|(?:do|does|did|wo|ca|could|should|would)n['\u2019]?t|cannot)\s+[^\W\d_]+",
+    r"(?::|\b(?:about|on|regarding|concerning|of|that|unless|if|before|after|lest|until|while|because|not|never|no|cannot|\w+n['\u2019`]?t|(?:do|does|did|is|are|was|were|ca|wo)\s+n['\u2019`]?t)\b)"
+    r"[^,.;!?]*?(?=[,.;!?]|\b(?:and|then|but)\b|$)",
     re.IGNORECASE,
 )
+#: Words after which a removal word is an adjective ("was clear", "very clear").
+_NOT_A_VERB = frozenset("is are was were be been being very so too more most quite".split())
+#: Format characters (zero-width spaces and joiners, bidi marks) that split or hide words.
+_FORMAT = re.compile(r"[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+#: A polite order phrased as a question ("can you delete ...?", "... could you set that
+#: up?"): a closing question mark after one is no question.
+_POLITE = re.compile(r"\b(?:can|could|would|will)\s+(?:you|u|we)\b|\bplease\b", re.IGNORECASE)
 
 
-def asks_removal(terms: Iterable[str], request: str) -> bool:
-    """Whether ``request`` (its stemmed ``terms`` given) asks to remove something: it uses a
-    word of :data:`REMOVAL`, and not only as a topic or negated."""
-    if not REMOVAL.intersection(terms):
-        return False
-    return bool(REMOVAL.intersection(identifier_terms(_NOT_ASKED.sub(" ", request))))
+def asked_verbs(request: str) -> set[str]:
+    """The lower-cased words of ``request`` that it uses as verbs of its own order (see the
+    module's docstring): outside quotes and content, standalone, not after an article."""
+    text = _NOT_ASKED.sub(" ", _QUOTED.sub(" ", _FORMAT.sub("", request)))
+    words = re.findall(r"[\w.\-/]+", text)
+    return {
+        _base(word.lower())
+        for before, word in zip(["", *words], words)
+        if word.isalpha() and (word.islower() or word.isupper() or word.istitle()) and before.lower() not in _NOT_A_VERB
+    }
+
+
+def _base(word: str) -> str:
+    """A verb of :data:`CHANGE` without its third-person "-s" ("deletes", "erases" ->
+    "delete", "erase"); any other word as it is."""
+    for end in ("s", "es"):
+        if word.endswith(end) and word[: -len(end)] in CHANGE:
+            return word[: -len(end)]
+    return word
+
+
+def asks_removal(request: str) -> bool:
+    """Whether ``request`` orders a removal."""
+    return bool(asked_verbs(request) & REMOVAL)
+
+
+def is_question(request: str) -> bool:
+    """Whether ``request`` is a question in form: an opening question word or auxiliary, or a
+    closing question mark that no polite order ("can you ...?") explains."""
+    return asks_question(request) or (request.rstrip().endswith("?") and not _POLITE.search(request))
 
 
 def asks_question(request: str) -> bool:
@@ -93,10 +128,10 @@ class Request:
     question: bool
 
     @classmethod
-    def of(cls, terms: Iterable[str], text: str) -> Request:
-        """The request of ``terms`` (its stemmed words) and ``text``."""
-        words = set(terms)
-        return cls(asks_removal(words, text), asks_question(text) and not words & CHANGE)
+    def of(cls, text: str) -> Request:
+        """What the request ``text`` allows first."""
+        verbs = asked_verbs(text)
+        return cls(bool(verbs & REMOVAL), is_question(text) and not verbs & CHANGE)
 
     @property
     def restricts(self) -> bool:

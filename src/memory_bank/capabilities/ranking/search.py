@@ -193,7 +193,7 @@ class CapabilitySearch:
         tail = request_steps.last_step(query) if ranking.request_steps else None
         if tail:
             ranked = self._last_step_first(ranked, tail)
-        request = safety.Request.of(words, query) if ranking.safety and ranked else None
+        request = safety.Request.of(query) if ranking.safety and ranked else None
         if request and request.restricts and not request.allows(self._hazards[ranked[0][0]]):
             ranked = self._allowed_first(ranked, scores, request, accept)
         return [Match(self._capabilities[doc_id], min(1.0, score)) for doc_id, score in ranked[:limit]]
