@@ -52,6 +52,18 @@ def test_a_schema_asked_for_is_in_the_text_and_a_listing_has_no_scores(search: A
     assert listing.splitlines()[0].endswith("operations, by category:") and "score" not in listing
 
 
+@pytest.mark.parametrize(
+    "arguments", [{"query": "\u00a7\u00a7 \U0001f5d1\ufe0f"}, {"query": "\u0000"}, {"query": "", "category": "Nope"}]
+)
+def test_no_match_says_so_instead_of_a_listing_header(search: Any, arguments: dict[str, Any]) -> None:
+    # Punctuation, emoji or a NUL alone match nothing; an unknown category lists nothing.
+    # The text once said "0 of 5 operations, by category:", the header of a listing.
+    result = search(arguments)
+    assert result["structuredContent"]["results"] == [] and not result["isError"]
+    total = result["structuredContent"]["total"]
+    assert _text(result) == f"No operation matches (0 of {total}); an empty query without a category lists them all."
+
+
 def test_the_tool_description_gives_the_threshold_of_the_ranker_in_use() -> None:
     exposed = [c for c in CAPABILITIES if c["policy"]["expose"]]
     description = search_tool(CapabilityRegistry(exposed)).description or ""

@@ -59,7 +59,11 @@ def cards_text(result: models.CapabilitySearchResult, confident: float) -> str:
     """``result`` as the text an agent reads when its client shows only text: one line per
     card with its title instead of the summary, not the structured content's JSON again
     (which would double the cost of every search). A schema asked for is appended as JSON.
-    ``confident``: the first score below which the agent should compare several cards."""
+    ``confident``: the first score below which the agent should compare several cards.
+    No card is said as such: "by category", the header of a listing, would read as if
+    the catalog were empty rather than as a request that matched nothing."""
+    if not result.results:
+        return f"No operation matches (0 of {result.total}); an empty query without a category lists them all."
     ranked = any(c.score is not None for c in result.results)
     order = f"best first; under {confident} compare several" if ranked else "by category"
     lines = [f"{len(result.results)} of {result.total} operations, {order}:"]
