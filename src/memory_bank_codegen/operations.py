@@ -31,7 +31,7 @@ class Parameter:
     default: Any
     bounds: dict[str, Any]
     description: str
-    repeatable: bool = False  # an array: its name may come more than once in a query string
+    repeatable: bool = False  # an array: its name may come more than once in a query string (a header too)
 
 
 @dataclass(frozen=True)

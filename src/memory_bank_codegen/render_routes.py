@@ -1,8 +1,8 @@
 """Render a spec's ``<module>_routes.py``: a FastAPI router whose routes validate input and call its interface.
 
 Each route authenticates first (a dependency, so a bad token is 401 before a bad body is
-422), refuses a repeated query parameter the spec declares single-valued (``api.query``:
-FastAPI would take its last value), lets FastAPI validate path, query and header against bounds copied from the spec,
+422), refuses a repeated query parameter or header the spec declares single-valued (``api.query``:
+FastAPI would take one of the values), lets FastAPI validate path, query and header against bounds copied from the spec,
 then reads the body itself, capped at what its schema admits: a body declared to
 FastAPI would be read whole before the token is checked. It calls the interface
 method and renders its ``Reply`` with the statuses the spec declares. Routes are
@@ -60,9 +60,12 @@ def _match_order(op: Operation) -> list[tuple[bool, str]]:
 def _render_route(op: Operation) -> str:
     args = [f'principal: Annotated[Principal, Depends(authorize("{op.permission}"))]']
     call = ["principal"]
-    single = [p.name for p in op.parameters if p.location == "query" and not p.repeatable]
+    single = [repr(p.name) for p in op.parameters if p.location == "query" and not p.repeatable]
+    headers = [repr(p.name) for p in op.parameters if p.location == "header" and not p.repeatable]
+    if headers:
+        single.append(f"headers=({', '.join(headers)},)")
     if single:
-        args.append(f"_single: Annotated[None, Depends(single_valued({', '.join(map(repr, single))}))]")
+        args.append(f"_single: Annotated[None, Depends(single_valued({', '.join(single)}))]")
     if op.body is not None:
         args.append("request: Request")
     args += [_render_param(p) for p in op.parameters]

@@ -124,6 +124,7 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
     async def post_memory(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:write"))],
+        _single: Annotated[None, Depends(single_valued(headers=("Idempotency-Key",)))],
         request: Request,
         idempotency_key: Annotated[
             str | None,

@@ -1,0 +1,60 @@
+"""A header the spec declares single-valued, given twice, is 422 naming it (``api.query``).
+
+FastAPI hands a scalar ``Header`` one of the copies, so a write carrying two
+``Idempotency-Key`` headers was keyed by one of them while a proxy or a log might have
+kept the other. The token is still checked first.
+"""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+from support.clients import MakeClient
+
+from memory_bank.generated.spec import SPEC
+from memory_bank.security.tokens import PERMISSIONS
+
+BODY = b'{"content": "spring garden plan"}'
+
+
+def test_post_memory_declares_the_header() -> None:
+    parameters = SPEC["paths"]["/v1/memory"]["post"]["parameters"]
+    assert {"$ref": "#/components/parameters/IdempotencyKey"} in parameters
+
+
+def test_two_idempotency_keys_are_invalid_params_naming_the_header(make_client: MakeClient) -> None:
+    writer = make_client("acme", "ann", PERMISSIONS)
+    for keys in (["k1", "k2"], ["k1", "k1"]):  # the same key twice is still two
+        answer = writer.post(
+            "/v1/memory", content=BODY, headers=[("Content-Type", "application/json"), *[("Idempotency-Key", k) for k in keys]]
+        )
+        assert answer.status_code == 422, answer.text
+        assert answer.headers["content-type"] == "application/problem+json"
+        problem = answer.json()
+        assert problem["code"] == "invalid_params"
+        assert problem["errors"] == [{"field": "/header/Idempotency-Key", "rule": "type", "message": "given 2 times; it takes one value"}]
+    # Header names are case-insensitive: two spellings are still two copies.
+    answer = writer.post(
+        "/v1/memory",
+        content=BODY,
+        headers=[("Content-Type", "application/json"), ("Idempotency-Key", "k1"), ("idempotency-key", "k2")],
+    )
+    assert answer.status_code == 422 and answer.json()["errors"][0]["field"] == "/header/Idempotency-Key"
+    assert writer.get("/v1/memory").json()["items"] == []  # nothing was written
+
+
+def test_one_idempotency_key_still_writes(make_client: MakeClient) -> None:
+    writer = make_client("acme", "ann", PERMISSIONS)
+    headers = [("Content-Type", "application/json"), ("Idempotency-Key", "k1")]
+    first = writer.post("/v1/memory", content=BODY, headers=headers)
+    again = writer.post("/v1/memory", content=BODY, headers=headers)
+    assert first.status_code == 201, first.text
+    assert again.json()["id"] == first.json()["id"]
+
+
+def test_the_token_is_checked_before_the_repeated_header(client: TestClient) -> None:
+    answer = client.post(
+        "/v1/memory",
+        content=BODY,
+        headers=[("Content-Type", "application/json"), ("Idempotency-Key", "k1"), ("Idempotency-Key", "k2")],
+    )
+    assert answer.status_code == 401 and answer.json()["code"] == "unauthorized"
