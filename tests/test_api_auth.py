@@ -98,3 +98,26 @@ def test_rest_and_mcp_refuse_a_token_with_one_and_the_same_challenge(app, settin
     if sent != "none":
         expected += ', error="invalid_token"'
     assert rest.headers.get_list("www-authenticate") == mcp.headers.get_list("www-authenticate") == [expected]
+
+
+@pytest.mark.parametrize("order", ["valid first", "valid last", "both valid"])
+def test_two_authorization_headers_are_refused_on_rest_and_mcp(app, settings, order: str) -> None:
+    """Starlette reads the first copy, a proxy may read the other: which caller it is must not depend on who asks."""
+    tokens = TokenStore(open_database(settings))
+    plaintext, _ = tokens.create("acme", "ann", None, ["memory:read"])
+    valid, other = f"Bearer {plaintext}", "Bearer mb_not-a-token"
+    pair = {"valid first": [valid, other], "valid last": [other, valid], "both valid": [valid, valid]}[order]
+    headers = [("Authorization", value) for value in pair]
+    tool_call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                 "params": {"name": "execute_capability", "arguments": {"name": "listMemories"}}}
+    expected = f'Bearer resource_metadata="{settings.public_url}/.well-known/oauth-protected-resource", error="invalid_token"'
+    with TestClient(app, base_url=settings.public_url) as client:
+        assert client.get("/v1/memory", headers={"Authorization": valid}).status_code == 200
+        rest = client.get("/v1/memory", headers=headers)
+        mcp = client.post("/mcp", json=tool_call, headers=[*headers, ("Accept", "application/json, text/event-stream")])
+    for answer in (rest, mcp):
+        assert answer.status_code == 401, answer.text
+        assert answer.headers["content-type"] == "application/problem+json"
+        assert answer.json()["code"] == "unauthorized"
+        assert "one Authorization header" in answer.json()["detail"]
+        assert answer.headers.get_list("www-authenticate") == [expected]

@@ -42,8 +42,16 @@ RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource"
 Authorize = Callable[[str], Callable[..., Awaitable[Principal]]]
 
 def bearer_token(request: Request) -> str | None:
-    """The token of an ``Authorization: Bearer <token>`` header; the scheme is case-insensitive."""
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    """The token of an ``Authorization: Bearer <token>`` header; the scheme is case-insensitive.
+
+    A request carrying the header more than once is ``Unauthorized``: Starlette reads the
+    first copy, a proxy or the next service may read another, so which caller it is
+    would depend on who asks.
+    """
+    values = request.headers.getlist("authorization")
+    if len(values) > 1:
+        raise Unauthorized(f"send one Authorization header; this request has {len(values)}")
+    scheme, _, token = (values[0] if values else "").partition(" ")
     token = token.strip()
     return token if scheme.lower() == "bearer" and token else None
 
@@ -76,12 +84,16 @@ async def _principal_of(tokens: TokenStore, token: str | None, oauth: OAuthToken
     return principal
 
 
-async def challenged_principal(tokens: TokenStore, token: str | None, oauth: OAuthTokens | None, public_url: str) -> Principal:
-    """``_principal_of``, its refusal carrying the challenge a client discovers the authorization server by."""
+async def challenged_principal(tokens: TokenStore, request: Request, oauth: OAuthTokens | None, public_url: str) -> Principal:
+    """Whose the request's bearer token is (``bearer_token``, ``_principal_of``), a refusal carrying the
+    challenge a client discovers the authorization server by: ``invalid_token`` unless no bearer token was sent."""
+    token: str | None = None
     try:
+        token = bearer_token(request)
         return await _principal_of(tokens, token, oauth)
     except Unauthorized as refused:
-        error = None if token is None else "invalid_token"
+        sent = token is not None or len(request.headers.getlist("authorization")) > 1
+        error = "invalid_token" if sent else None
         raise HttpRefusal(refused, headers=challenge(public_url, error=error)) from None
 
 
@@ -98,7 +110,7 @@ def make_authorize(tokens: TokenStore, limiter: RateLimiter, oauth: OAuthTokens 
         call = in_process_call(request.scope)
         if call is not None and call.principal is not None:
             return call.principal  # verified by the MCP transport for this very call
-        return await challenged_principal(tokens, bearer_token(request), oauth, public_url)
+        return await challenged_principal(tokens, request, oauth, public_url)
 
     def authorize(permission: str) -> Callable[[Request], Awaitable[Principal]]:
         async def _admit(request: Request) -> Principal:

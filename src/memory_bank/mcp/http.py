@@ -173,9 +173,9 @@ class McpHttp:
 
     async def _authenticate(self, request: Request) -> Caller:
         """Who is calling, from the bearer token; 401 with the RFC 9728 challenge otherwise."""
+        principal = await challenged_principal(self._tokens, request, self._oauth, self._public_url)
         token = bearer_token(request)
-        principal = await challenged_principal(self._tokens, token, self._oauth, self._public_url)
-        assert token is not None  # a missing token is refused above
+        assert token is not None  # a missing or repeated token is refused above
         return Caller(token, principal, request_id=getattr(request.state, "request_id", None))
 
     def _check_scope(self, message: JSONRPCMessage, caller: Caller) -> None:
