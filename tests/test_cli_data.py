@@ -250,6 +250,14 @@ def test_token_create_refuses_a_repeated_permission(run: Run) -> None:
     assert repeated.exit_code == 2 and "given more than once: memory:read" in repeated.stderr and not repeated.stdout
 
 
+@pytest.mark.parametrize("permissions", ["", ",", " , ,"])
+def test_token_create_refuses_an_empty_permission_list(run: Run, permissions: str) -> None:
+    empty = run("token", "create", "--org", "acme", "--user", "ada", "--permissions", permissions)
+    assert empty.exit_code == 2 and "--permissions names no permission" in empty.stderr and not empty.stdout
+    assert "memory:read" in empty.stderr  # what to give instead
+    assert "No live tokens" in run("token", "list").stderr
+
+
 @pytest.mark.parametrize(("option", "kind"), [("--user", "user"), ("--agent", "agent"), ("--org", "org")])
 @pytest.mark.parametrize("value", ["c\u200bi", "ci\U000e0001", "ｃｉ"])
 def test_token_create_refuses_an_id_with_an_invisible_or_lookalike_character(run: Run, option: str, kind: str, value: str) -> None:

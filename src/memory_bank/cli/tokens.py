@@ -30,6 +30,7 @@ from memory_bank.cli.console import (
     stdout,
 )
 from memory_bank.errors import ErrorCode
+from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.store.columns import utcnow
 from memory_bank.store.keyset import every_page
 from memory_bank.store.tables import TokenRow
@@ -135,6 +136,10 @@ def token_create(
 ) -> None:
     """Mint a bearer token: the token alone on stdout (shown only once), its id on stderr."""
     granted = [p.strip() for p in permissions.split(",") if p.strip()]
+    if not granted:  # a token that may call nothing but the listing of what it may call is a mistake
+        known = ", ".join(sorted(PERMISSIONS))
+        highlighted_stderr.print(f"[red]--permissions names no permission; give at least one of {escape(known)}[/]")
+        raise typer.Exit(2)
     expires_at: datetime | None = None if expires_in is None else utcnow() + expires_in
     try:
         with plain_errors():
