@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp_types import jsonrpc_message_adapter
+from pydantic import ValidationError
 
-from memory_bank.mcp.envelope import BATCH, NOT_A_MESSAGE, NOT_JSON
+from memory_bank.mcp.envelope import BATCH, NOT_A_MESSAGE, NOT_JSON, EnvelopeError, check_envelope, classify
 from memory_bank.settings import Settings
 from memory_bank.store.database import open_database
 from memory_bank.store.tokens import TokenStore
@@ -91,7 +93,11 @@ def test_a_line_that_is_not_one_message_is_answered_not_dropped(stdio_env: dict[
         process.wait()
     errors = [r["error"] for r in replies if r and "error" in r]
     assert [r["id"] for r in replies if r and "error" in r] == [None, None, None]
-    assert errors == [{"code": -32600, "message": BATCH}, {"code": -32600, "message": NOT_A_MESSAGE}, {"code": -32700, "message": NOT_JSON}]
+    assert errors == [
+        {"code": -32600, "message": BATCH},
+        {"code": -32600, "message": NOT_A_MESSAGE},
+        {"code": -32700, "message": f"{NOT_JSON}: key must be a string at line 1 column 2"},
+    ]
     assert {"jsonrpc": "2.0", "id": 3, "result": {}} in replies
 
 
@@ -103,3 +109,25 @@ def test_stdio_refuses_an_expired_token_saying_so(stdio_env: dict[str, str]) -> 
     done = subprocess.run([MEMORY_BANK, "mcp"], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "not a valid token: the bearer token expired at" in " ".join(done.stderr.split())
     assert done.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (b'"\\ud800"', "a string holds an unpaired UTF-16 surrogate escape such as \\ud800 (at line 1 column 8)"),
+        (b"[" * 500 + b"]" * 500, "arrays and objects are nested deeper than the parser reads (at line 1 column 202)"),
+        (b"1" * 5000, "a number has more digits than the parser reads"),
+        (b"{not json", "key must be a string at line 1 column 2"),
+    ],
+    ids=["lone surrogate", "nested 500 deep", "5000-digit number", "not json"],
+)
+def test_a_line_the_reader_cannot_take_gets_the_reason_http_gives(line: bytes, reason: str) -> None:
+    """``classify`` (the stdio reader's failures) and ``check_envelope`` (HTTP's) name the same reason."""
+    with pytest.raises(ValidationError) as failure:
+        jsonrpc_message_adapter.validate_json(line)
+    said = classify(failure.value)
+    with pytest.raises(EnvelopeError) as checked:
+        check_envelope(line)
+    assert said.code == checked.value.code == -32700
+    assert said.message == checked.value.message
+    assert said.message.startswith(f"{NOT_JSON}: {reason}")

@@ -173,7 +173,42 @@ def test_the_ids_the_protocol_refuses_are_answered_and_a_notification_still_is_n
 @given(body=st.binary(max_size=64))
 def test_a_body_that_is_not_json_is_a_parse_error(http: httpx.Client, body: bytes) -> None:
     assume(not _is_json(body))
-    jsonrpc_error(post(http, body), -32700, NOT_JSON)
+    parse_error(post(http, body))
+
+
+def parse_error(response: httpx.Response) -> str:
+    """A -32700 of the fixed shape; its message is ``NOT_JSON`` and the parser's reason, which it returns."""
+    assert response.status_code == 400
+    assert response.headers["content-type"] == "application/json"
+    document = response.json()
+    assert set(document) == {"jsonrpc", "id", "error"} and document["id"] is None and set(document["error"]) == {"code", "message"}
+    assert document["error"]["code"] == -32700
+    message: str = document["error"]["message"]
+    assert message.startswith(f"{NOT_JSON}: ") and len(message) <= len(NOT_JSON) + 2 + 120
+    return message.removeprefix(f"{NOT_JSON}: ")
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "\\ud800"}}', "a string holds an unpaired UTF-16 surrogate escape"),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "\\udc00"}}', "a string holds an unpaired UTF-16 surrogate escape"),
+        (b"[" * 500 + b"]" * 500, "arrays and objects are nested deeper than the parser reads"),
+        (b'{"jsonrpc": "2.0", "id": ' + b"7" * 5000 + b', "method": "ping"}', "a number has more digits than the parser reads"),
+    ],
+    ids=["lone high surrogate", "lone low surrogate", "nested 500 deep", "5000-digit number"],
+)
+def test_json_the_parser_will_not_read_says_why_not_that_it_is_not_json(http: httpx.Client, body: bytes, reason: str) -> None:
+    """Each body is JSON by the grammar (Python's json reads it), so "not JSON" would be false."""
+    json.loads(body, parse_int=str)  # str: Python caps int() at 4,300 digits
+    said = parse_error(post(http, body))
+    assert said.startswith(reason) and said.endswith(")") and "(at line 1 column " in said, said
+    assert "not JSON" not in said
+
+
+def test_a_body_that_is_not_json_gets_the_parser_s_reason(http: httpx.Client) -> None:
+    assert parse_error(post(http, b"{not json")) == "key must be a string at line 1 column 2"
+    assert parse_error(post(http, b"")) == "EOF while parsing a value at line 1 column 0"
 
 
 def _is_json(body: bytes) -> bool:

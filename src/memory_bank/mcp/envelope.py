@@ -2,19 +2,25 @@
 
 The SDK answers a batch or a malformed envelope with ``-32602`` and pydantic's whole
 error report, which echoes the input back (a kilobyte or two per request). JSON-RPC
-has its own codes for these: ``-32700`` when the body is not JSON, ``-32600`` when it
+has its own codes for these: ``-32700`` when the body cannot be read as JSON, ``-32600`` when it
 is not a single request, notification or response. A message with an ``id`` that is
 not a string or an integer (an object, an array, a float, null, a boolean) is not a
 notification either, though the SDK's union takes it for one and answers nothing
 (202): its sender expects an answer, so it gets ``-32600`` too. The answer is short, fixed text
 with ``id: null`` (JSON-RPC 2.0 §5: the id of an invalid request is not trusted), so
-nothing a client sent is reflected. Batches are refused: MCP 2025-06-18 dropped them.
+nothing a client sent is reflected; a parse error adds the parser's reason, which names
+a kind of fault and a position, never the input. Some bodies are JSON by the grammar
+and still not read: a lone surrogate escape (``"\\ud800"``), nesting past the parser's
+depth limit, a number of thousands of digits; their reason says so rather than that
+the body is not JSON. Batches are refused: MCP 2025-06-18 dropped them.
 The body is checked with the SDK's own message adapter, so exactly what passes here
 is what the SDK accepts. Over stdio the SDK reads the lines itself and drops those it
 cannot take, leaving their sender waiting; ``classify`` names the same error for them.
 """
 
 from __future__ import annotations
+
+import re
 
 import pydantic_core
 from mcp_types import (
@@ -29,13 +35,24 @@ from mcp_types import (
 from pydantic import ValidationError
 from starlette.responses import Response
 
-NOT_JSON = "Parse error: the body is not JSON"
+NOT_JSON = "Parse error: the body could not be read as JSON"
 BATCH = "Invalid Request: batches are not supported; send one JSON-RPC message at a time"
 NOT_A_MESSAGE = (
     'Invalid Request: expected one object with "jsonrpc": "2.0" and either a string "method" '
     '(request or notification) or "result"/"error" (response)'
 )
 BAD_ID = 'Invalid Request: "id" must be a string or an integer; a notification has no "id"'
+
+#: Reasons of the parser (serde_json's, through pydantic-core) for bodies the JSON grammar
+#: admits but it will not read, in words a client can act on.
+_READABLE_REASONS = (
+    ("surrogate", "a string holds an unpaired UTF-16 surrogate escape such as \\ud800"),
+    ("end of hex escape", "a string holds an unpaired UTF-16 surrogate escape such as \\ud800"),
+    ("recursion limit exceeded", "arrays and objects are nested deeper than the parser reads"),
+    ("number out of range", "a number has more digits than the parser reads"),
+)
+_POSITION = re.compile(r" at line \d+ column \d+$")
+_MAX_REASON = 120
 
 
 class EnvelopeError(Exception):
@@ -54,12 +71,23 @@ class EnvelopeError(Exception):
         return Response(self.reply().model_dump_json(by_alias=True, exclude_unset=True), 400, media_type="application/json")
 
 
+def parse_error(reason: str) -> EnvelopeError:
+    """``-32700`` saying why: the parser's ``reason``, put plainly where the body was JSON all the same."""
+    reason = reason.strip() or "unreadable"
+    for fault, plain in _READABLE_REASONS:
+        if fault in reason:
+            position = _POSITION.search(reason)
+            reason = plain + ("" if position is None else f" ({position.group(0).strip()})")
+            break
+    return EnvelopeError(PARSE_ERROR, f"{NOT_JSON}: {reason[:_MAX_REASON]}")
+
+
 def check_envelope(body: bytes) -> JSONRPCMessage:
     """The one JSON-RPC 2.0 message ``body`` is, else ``EnvelopeError``."""
     try:
         raw = pydantic_core.from_json(body)
-    except ValueError:
-        raise EnvelopeError(PARSE_ERROR, NOT_JSON) from None
+    except ValueError as failure:
+        raise parse_error(str(failure)) from None
     if isinstance(raw, list):
         raise EnvelopeError(INVALID_REQUEST, BATCH)
     try:
@@ -74,8 +102,9 @@ def check_envelope(body: bytes) -> JSONRPCMessage:
 def classify(failure: ValidationError) -> EnvelopeError:
     """The error for a line the SDK's stdio reader could not take as a message (it parses and validates in one step)."""
     errors = failure.errors()
-    if any(e["type"] == "json_invalid" for e in errors):
-        return EnvelopeError(PARSE_ERROR, NOT_JSON)
+    invalid = next((e for e in errors if e["type"] == "json_invalid"), None)
+    if invalid is not None:
+        return parse_error(str((invalid.get("ctx") or {}).get("error", "")))
     if errors and isinstance(errors[0].get("input"), list):
         return EnvelopeError(INVALID_REQUEST, BATCH)
     return EnvelopeError(INVALID_REQUEST, NOT_A_MESSAGE)
