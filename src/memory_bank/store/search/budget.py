@@ -9,7 +9,7 @@ import threading
 from collections import OrderedDict
 from typing import Generic, Protocol, TypeVar
 
-__all__ = ["BoundedLRU", "Sized"]
+__all__ = ["BoundedLRU", "PartitionCache", "Sized"]
 
 
 class Sized(Protocol):
@@ -63,3 +63,24 @@ class BoundedLRU(Generic[K, V]):
             self._entries[key] = value
             self._bytes += value.nbytes
             return True
+
+
+class PartitionCache(Generic[K, V]):
+    """What a per-partition cache of search (``postings``, ``vector_cache``) holds in its one
+    :class:`BoundedLRU`: its budget, the bytes held and the partitions, for tests and benches."""
+
+    def __init__(self, budget: int) -> None:
+        self._blocks: BoundedLRU[K, V] = BoundedLRU(budget)
+
+    @property
+    def budget(self) -> int:
+        return self._blocks.budget
+
+    @property
+    def held(self) -> int:
+        """Bytes the cached partitions take now (at most ``budget``)."""
+        return self._blocks.held
+
+    def partitions(self) -> list[K]:
+        """The cached partitions, least recently used first."""
+        return self._blocks.keys()

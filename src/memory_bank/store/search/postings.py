@@ -54,7 +54,7 @@ from sqlalchemy import ColumnElement
 from sqlmodel import Session, col
 
 from memory_bank.store.search import changes
-from memory_bank.store.search.budget import BoundedLRU
+from memory_bank.store.search.budget import PartitionCache
 from memory_bank.store.search.backend import score
 from memory_bank.store.search.semantic import Reader
 from memory_bank.store.tables import MemoryRow
@@ -221,26 +221,13 @@ class _Block:
         return _Block(revision, tuple(_compacted(segments)))
 
 
-class OwnerPostings:
+class OwnerPostings(PartitionCache[Partition, _Block]):
     """Per-partition postings in an LRU of at most ``budget`` bytes, kept in step through ``changes``."""
 
     def __init__(self, budget: int) -> None:
-        self._blocks: BoundedLRU[Partition, _Block] = BoundedLRU(budget)
+        super().__init__(budget)
         self._too_large: dict[Partition, float] = {}
         self._lock = threading.Lock()
-
-    @property
-    def budget(self) -> int:
-        return self._blocks.budget
-
-    @property
-    def held(self) -> int:
-        """Bytes the cached partitions take now (at most ``budget``)."""
-        return self._blocks.held
-
-    def partitions(self) -> list[Partition]:
-        """The cached partitions, least recently used first."""
-        return self._blocks.keys()
 
     def scores(
         self,

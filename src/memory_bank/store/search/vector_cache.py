@@ -35,7 +35,7 @@ from sqlalchemy import ColumnElement
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, col
 
-from memory_bank.store.search.budget import BoundedLRU
+from memory_bank.store.search.budget import PartitionCache
 from memory_bank.store.search.semantic import Reader
 from memory_bank.store.tables import MemoryRow
 from memory_bank.textsearch.embeddings import DIMENSIONS
@@ -69,24 +69,8 @@ class _Block:
         return int(self.seen.nbytes + self.pks.nbytes + self.live.nbytes + self.vectors.nbytes)
 
 
-class CachedVectors:
+class CachedVectors(PartitionCache[Partition, _Block]):
     """``semantic.VectorIndex`` from an LRU of per-partition float16 matrices of at most ``budget`` bytes."""
-
-    def __init__(self, budget: int) -> None:
-        self._blocks: BoundedLRU[Partition, _Block] = BoundedLRU(budget)
-
-    @property
-    def budget(self) -> int:
-        return self._blocks.budget
-
-    @property
-    def held(self) -> int:
-        """Bytes the cached partitions take now (at most ``budget``)."""
-        return self._blocks.held
-
-    def partitions(self) -> list[Partition]:
-        """The cached partitions, least recently used first."""
-        return self._blocks.keys()
 
     def candidates(self, session: Session, reader: Reader, query: Any, k: int) -> list[int] | None:
         import numpy as np
