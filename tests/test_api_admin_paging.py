@@ -26,28 +26,20 @@ from sqlmodel import col
 from typer.testing import CliRunner
 
 from memory_bank.cli import app as cli_app
-from memory_bank.security.principal import check_owner_id
 from memory_bank.settings import Settings
 from memory_bank.store.database import transaction
 from memory_bank.store.tables import AgentRow, TokenRow
 from memory_bank.store.tokens import TokenStore
 from support.mcp_live import call_tool
+from support.owner_ids import takes_owner_id
 
 ADMIN = ["memory:admin"]
 PAGING = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 TIED = datetime(2026, 1, 1, 12, 0, 0)
 
 
-def owner_id(value: str) -> bool:
-    try:
-        check_owner_id("agent", value)
-    except ValueError:
-        return False
-    return True
-
-
 #: Agent ids a token may name: any script, up to the column's 128 characters.
-AGENT_IDS = st.text(min_size=1, max_size=128).filter(owner_id)
+AGENT_IDS = st.text(min_size=1, max_size=128).filter(takes_owner_id)
 
 
 def walk(admin: TestClient, path: str, limit: int, between: Callable[[], None]) -> list[dict[str, Any]]:

@@ -37,9 +37,9 @@ from schemathesis import Case, GenerationMode, checks
 from schemathesis.config import SchemathesisConfig
 
 from memory_bank.generated.spec import SPEC
-from memory_bank.security.principal import check_owner_id
 from memory_bank.security.tokens import PERMISSIONS
 from support.mcp_live import live_server
+from support.owner_ids import takes_owner_id
 
 EXAMPLES = int(os.environ.get("MEMORY_BANK_FUZZ_EXAMPLES", "25"))
 SEED_KEYPATH = "fuzz.seed"
@@ -108,18 +108,10 @@ def cases(target: FuzzTarget, operation_id: str, mode: GenerationMode) -> st.Sea
 def _owner_ids_the_server_takes(case: Case) -> Case:
     """Assigned anew rather than changed in place: a case notices only assignments."""
     if isinstance(case.body, dict):
-        case.body = {k: "fuzz-owner" if k in ("user_id", "agent_id") and not _takes(v) else v for k, v in case.body.items()}
-    if "agent_id" in case.path_parameters and not _takes(unquote(case.path_parameters["agent_id"])):  # held percent-encoded
+        case.body = {k: "fuzz-owner" if k in ("user_id", "agent_id") and not takes_owner_id(v) else v for k, v in case.body.items()}
+    if "agent_id" in case.path_parameters and not takes_owner_id(unquote(case.path_parameters["agent_id"])):  # held percent-encoded
         case.path_parameters = {**case.path_parameters, "agent_id": "fuzz-owner"}
     return case
-
-
-def _takes(value: str) -> bool:
-    try:
-        check_owner_id("user", value)
-    except ValueError:
-        return False
-    return True
 
 
 def _without_cursor(case: Case) -> Case:
