@@ -1,9 +1,9 @@
 """Render a spec's ``<module>_routes.py``: a FastAPI router whose routes validate input and call its interface.
 
 Each route authenticates first (a dependency, so a bad token is 401 before a bad body is
-422), refuses a repeated query parameter or header the spec declares single-valued (``api.query``:
-FastAPI would take one of the values), lets FastAPI validate path, query and header against bounds copied from the spec,
-then reads the body itself, capped at what its schema admits: a body declared to
+422), refuses a repeated query parameter or header the spec declares single-valued
+(``api.query``: FastAPI would take one of the values), lets FastAPI validate path, query
+and header against bounds copied from the spec, then reads the body itself, capped at what its schema admits: a body declared to
 FastAPI would be read whole before the token is checked. It calls the interface
 method and renders its ``Reply`` with the statuses the spec declares. Routes are
 excluded from FastAPI's own schema: ``/openapi.json`` serves the handwritten spec.

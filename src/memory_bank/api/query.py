@@ -28,13 +28,9 @@ def single_valued(*names: str, headers: tuple[str, ...] = ()) -> Callable[[Reque
 
     def check(request: Request) -> None:
         counts = Counter(key for key, _ in request.query_params.multi_items() if key in declared)
-        errors = [
-            FieldError(f"/query/{name}", "type", f"given {counts[name]} times; it takes one value") for name in names if counts[name] > 1
-        ]
-        for name in headers:
-            copies = len(request.headers.getlist(name))
-            if copies > 1:
-                errors.append(FieldError(f"/header/{name}", "type", f"given {copies} times; it takes one value"))
+        given = [("query", name, counts[name]) for name in names]
+        given += [("header", name, len(request.headers.getlist(name))) for name in headers]
+        errors = [FieldError(f"/{place}/{name}", "type", f"given {n} times; it takes one value") for place, name, n in given if n > 1]
         if errors:
             raise validation_error(errors)
 
