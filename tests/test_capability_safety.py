@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_bank.capabilities.ranking.safety import REMOVAL, Hazard, Request, asks_question, asks_removal, is_question
+from memory_bank.capabilities.ranking.safety import REMOVAL, Hazard, Request, asks_question, asks_removal
 from memory_bank.capabilities.ranking.search import CapabilitySearch, Ranking
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.textsearch.tokenize import identifier_terms
@@ -165,15 +165,15 @@ def test_on_our_catalog_a_save_whose_content_names_a_removal_never_gets_the_dele
 @given(st.sampled_from(["is the", "was the", "did the", "which", "what happens when the", "has the"]), plain_requests, st.sampled_from(STATED))
 def test_on_our_catalog_a_question_about_a_removal_gets_no_write_first(opener: str, words: str, stated: str) -> None:
     request = f"{opener} {words} {stated}?"
-    assert is_question(request)
+    assert asks_question(request)
     first = CapabilitySearch(MEMORY_OPERATIONS).search(request, limit=1)
     assert not first or first[0].capability["annotations"]["readOnlyHint"] is True, request
 
 
 def test_a_closing_question_mark_makes_a_question_unless_the_request_is_a_polite_order() -> None:
-    assert is_question("any notes on Rome?") and is_question("¿qué guardé?")
-    assert not is_question("I need weekly alerts sent to me. Could you set that up?")
-    assert not is_question("delete it, please?")
+    assert asks_question("any notes on Rome?") and asks_question("¿qué guardé?")
+    assert not asks_question("I need weekly alerts sent to me. Could you set that up?")
+    assert not asks_question("delete it, please?")
 
 
 def test_questions_are_known_by_their_form_and_polite_orders_are_not_questions() -> None:

@@ -9,7 +9,7 @@ So, after ranking, the first place goes to the best operation the request allows
   a removal verb of :data:`REMOVAL` in its base form, used as a verb (:func:`asked_verbs`);
 * an operation that is not ``readOnlyHint: true`` not when the request only asks a
   question: interrogative in form (an opening question word or a closing question mark,
-  :func:`is_question`) and ordering no change (no verb of :data:`CHANGE` asked).
+  :func:`asks_question`) and ordering no change (no verb of :data:`CHANGE` asked).
 
 A verb is asked only where the request speaks for itself: not inside quotes, not in the
 content a colon, "that" or a topic ("about", "on", "of", ...) opens, nor in a clause a
@@ -34,7 +34,7 @@ from typing import Any
 
 from memory_bank.capabilities.ranking.method_intent import METHOD_VERBS
 
-__all__ = ["CHANGE", "REMOVAL", "Hazard", "Request", "asked_verbs", "asks_question", "asks_removal", "is_question"]
+__all__ = ["CHANGE", "REMOVAL", "Hazard", "Request", "asked_verbs", "asks_question", "asks_removal"]
 
 #: Verbs that order a removal, in their base form.
 REMOVAL = frozenset("remove delete forget erase wipe drop purge discard clear cancel revoke destroy".split())
@@ -94,15 +94,13 @@ def asks_removal(request: str) -> bool:
     return bool(asked_verbs(request) & REMOVAL)
 
 
-def is_question(request: str) -> bool:
-    """Whether ``request`` is a question in form: an opening question word or auxiliary, or a
-    closing question mark that no polite order ("can you ...?") explains."""
-    return asks_question(request) or (request.rstrip().endswith("?") and not _POLITE.search(request))
-
-
 def asks_question(request: str) -> bool:
-    """Whether ``request`` is phrased as a question (in form; what it asks for is not read)."""
-    return _INTERROGATIVE.search(request.strip()) is not None
+    """Whether ``request`` is phrased as a question (in form; what it asks for is not read): an
+    opening question word or auxiliary, or a closing question mark that no polite order
+    ("can you ...?") explains."""
+    return _INTERROGATIVE.search(request.strip()) is not None or (
+        request.rstrip().endswith("?") and not _POLITE.search(request)
+    )
 
 
 @dataclass(frozen=True)
@@ -131,7 +129,7 @@ class Request:
     def of(cls, text: str) -> Request:
         """What the request ``text`` allows first."""
         verbs = asked_verbs(text)
-        return cls(bool(verbs & REMOVAL), is_question(text) and not verbs & CHANGE)
+        return cls(bool(verbs & REMOVAL), asks_question(text) and not verbs & CHANGE)
 
     @property
     def restricts(self) -> bool:
