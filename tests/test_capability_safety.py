@@ -9,17 +9,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_bank.capabilities.ranking.safety import REMOVAL, Hazard, Request, asks_question, asks_removal
+from memory_bank.capabilities.ranking.safety import REMOVAL, Hazard, Request, asks_question
 from memory_bank.capabilities.ranking.search import CapabilitySearch, Ranking
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.textsearch.tokenize import identifier_terms
+
+def removal_asked(request: str) -> bool:
+    return Request.of(request).removal
+
 
 #: Resource and action words, removal words among them, so destructive and harmless
 #: operations share vocabulary with the requests.
 NOUNS = ["memory", "note", "user", "report", "alert", "address", "profile", "order", "invoice", "record"]
 ACTIONS = ["get", "list", "create", "update", "delete", "remove", "erase", "archive", "export", "find", "purge", "show"]
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
-PLAIN = [w for w in NOUNS + ACTIONS + ["all", "my", "old", "the", "everything"] if not asks_removal(w)]
+PLAIN = [w for w in NOUNS + ACTIONS + ["all", "my", "old", "the", "everything"] if not removal_asked(w)]
 
 
 @st.composite
@@ -89,15 +93,15 @@ def test_a_removal_word_in_a_topic_or_content_clause_asks_no_removal(words: str,
     """"The memory about deleting stale branches was useful" is feedback, "remember that I
     always forget my keys" a save; "delete the memory about ..." is an order, whatever follows."""
     topic = f"the {words} {opener} {removal} {rest} was useful"
-    assert not asks_removal(topic)
+    assert not removal_asked(topic)
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.sampled_from(ORDERS), plain_requests, st.sampled_from(["about", "on", "of", "that"]), plain_requests, st.sampled_from(str.split("lower title upper")))
 def test_a_removal_verb_that_orders_asks_a_removal(verb: str, words: str, opener: str, rest: str, case: str) -> None:
     order = f"{getattr(verb, case)()} the {words} {opener} {rest}"
-    assert asks_removal(order)
-    assert asks_removal(f"please {verb} mem_01J9ZK3QF7R2XW8M4T6B5N, it was saved by mistake")
+    assert removal_asked(order)
+    assert removal_asked(f"please {verb} mem_01J9ZK3QF7R2XW8M4T6B5N, it was saved by mistake")
 
 
 @pytest.mark.parametrize(
@@ -130,7 +134,7 @@ def test_a_removal_verb_that_orders_asks_a_removal(verb: str, words: str, opener
     ],
 )
 def test_only_a_removal_the_request_orders_counts(request_text: str, removal: bool) -> None:
-    assert asks_removal(request_text) is removal
+    assert removal_asked(request_text) is removal
 
 
 @settings(max_examples=100, deadline=None)
@@ -138,9 +142,9 @@ def test_only_a_removal_the_request_orders_counts(request_text: str, removal: bo
 def test_a_negated_removal_asks_no_removal(negation: str, removal: str, rest: str) -> None:
     """"From now on answer in Spanish. Don't forget that." asks to keep something."""
     request = f"{rest}. {negation} {removal} that"
-    assert not asks_removal(request)
+    assert not removal_asked(request)
     both = f"{negation} {removal} the {rest}, {removal} the old one"
-    assert asks_removal(both)
+    assert removal_asked(both)
 
 
 MEMORY_OPERATIONS = [c for c in CAPABILITIES if c["policy"]["expose"] and c["source"] == "memory.yaml"]

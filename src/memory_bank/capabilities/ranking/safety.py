@@ -34,7 +34,7 @@ from typing import Any
 
 from memory_bank.capabilities.ranking.method_intent import METHOD_VERBS
 
-__all__ = ["CHANGE", "REMOVAL", "Hazard", "Request", "asked_verbs", "asks_question", "asks_removal"]
+__all__ = ["CHANGE", "REMOVAL", "Hazard", "Request", "asked_verbs", "asks_question"]
 
 #: Verbs that order a removal, in their base form.
 REMOVAL = frozenset("remove delete forget erase wipe drop purge discard clear cancel revoke destroy".split())
@@ -87,11 +87,6 @@ def _base(word: str) -> str:
         if word.endswith(end) and word[: -len(end)] in CHANGE:
             return word[: -len(end)]
     return word
-
-
-def asks_removal(request: str) -> bool:
-    """Whether ``request`` orders a removal."""
-    return bool(asked_verbs(request) & REMOVAL)
 
 
 def asks_question(request: str) -> bool:
