@@ -59,6 +59,7 @@ _WORD = re.compile(r"[^\W_]+")
 #: What may be one value in API text or a request: letters, digits and the separators ids
 #: are made with (``mem_01J9ZK3Q``, a UUID, ``CA107308006SI``).
 _CHUNK = re.compile(r"[\w\-%+=]+")
+_DIGIT = re.compile(r"\d")
 #: The term every opaque value becomes (:func:`_opaque`): no word tokenizes to it.
 OPAQUE_VALUE = "#id"
 #: What ``identifier_terms(..., participles=True)`` appends to the stem of a word in "-ed".
@@ -135,6 +136,8 @@ def _identifier_terms_of(text: str, participles: bool = False) -> tuple[str, ...
     a dozen one- and two-letter "words" (``mem_01JA2B3C`` -> ``mem`` ``01`` ``ja`` ``2`` ``b``
     ...) that matched fragments of unrelated text; as one term it meets the values an
     operation's own text shows."""
+    if not _DIGIT.search(text):  # an opaque value holds digits: most text has none to look for
+        return tuple(_word_terms(text, participles))
     terms: list[str] = []
     start = 0
     for match in _CHUNK.finditer(text):
