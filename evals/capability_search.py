@@ -75,6 +75,7 @@ SWITCHES: Mapping[str, Mapping[str, Any]] = {
     "method_intent": {"mismatch_weight": 0.0},
     "request_steps": {"request_steps": False},
     "safety": {"safety": False},
+    "example_intents": {"example_intents": False},
 }
 #: Every name ``--ablate`` takes: each BM25F field, then each switch.
 COMPONENTS = (*FIELD_WEIGHTS, *SWITCHES)

@@ -95,3 +95,62 @@ def test_each_capability_text_is_embedded_once_whatever_the_permission_sets() ->
         allows = {*granted, "token:any"}.__contains__
         alone = CapabilitySearch(registry.allowed(allows), embedder=embed).search(QUERY, limit=5)
         assert served[frozenset(granted)] == [(m.capability["name"], round(m.score, 4)) for m in alone]
+
+
+def _hashed_embedder(np: Any) -> Any:
+    """A deterministic stand-in for the model: each word a fixed random direction, a text their sum."""
+
+    def embed(texts: Sequence[str]) -> Any:
+        rows = []
+        for text in texts:
+            row = np.zeros(16)
+            for word in text.lower().split():
+                row += np.random.default_rng(sum(map(ord, word))).normal(size=16)
+            rows.append(row / (np.linalg.norm(row) or 1.0))
+        return np.array(rows)
+
+    return embed
+
+
+def test_the_examples_classifier_reshapes_only_the_operations_with_examples() -> None:
+    """Operations without examples keep their closest-text similarity exactly; among those with
+    examples, the classifier's most probable keeps their best similarity and the others rank below."""
+    np = semantic_extra("numpy")
+    embed = _hashed_embedder(np)
+    texts = [
+        ["Get the weather"],
+        ["Save a memory", "remember that I like tea", "note my address", "keep this for later"],
+        ["Search memories", "what do you know about tea", "find my notes on rome", "did I tell you my address"],
+        ["Send a text message"],
+    ]
+    for query in ("remember my tea", "what did I note about rome", "weather in rome", "text my mum"):
+        plain = SemanticIndex(embed, texts, intents=False).scores(query)
+        shaped = SemanticIndex(embed, texts).scores(query)
+        assert (shaped[0], shaped[3]) == (plain[0], plain[3])
+        assert max(shaped[1], shaped[2]) == pytest.approx(max(plain[1], plain[2]))
+        assert min(shaped[1], shaped[2]) < max(shaped[1], shaped[2])
+
+
+def test_without_two_operations_with_examples_nothing_is_learnt() -> None:
+    np = semantic_extra("numpy")
+    embed = _hashed_embedder(np)
+    texts = [["Get the weather"], ["Save a memory", "remember that I like tea"], ["Send a text message"]]
+    for query in ("remember my tea", "weather today"):
+        assert SemanticIndex(embed, texts).scores(query) == SemanticIndex(embed, texts, intents=False).scores(query)
+
+
+def test_the_packaged_model_with_the_classifier_reads_a_rating_as_feedback() -> None:
+    """With the packaged model, over our exposed operations: the example closest to "that memory
+    was helpful" is one of the deletion's, while what the feedback's examples share decides for
+    the feedback; the best similarity stays the closest example's."""
+    semantic_extra()
+    embedder = load_embedder()
+    assert embedder is not None
+    exposed = [c for c in CAPABILITIES if c["policy"]["expose"]]
+    texts = [capability_texts(c) for c in exposed]
+    request = "that memory was helpful"
+    shaped = SemanticIndex(embedder, texts).scores(request)
+    closest = SemanticIndex(embedder, texts, intents=False).scores(request)
+    assert max(shaped) == pytest.approx(max(closest))
+    assert exposed[closest.index(max(closest))]["name"] == "deleteMemory"
+    assert exposed[shaped.index(max(shaped))]["name"] == "postMemoryFeedback"

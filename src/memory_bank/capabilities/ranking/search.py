@@ -102,6 +102,8 @@ class Ranking:
     #: :mod:`request_steps`, :mod:`safety`.
     request_steps: bool = True
     safety: bool = True
+    #: With an embedder: whether the examples train a classifier (:mod:`example_intents`).
+    example_intents: bool = True
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,7 @@ class CapabilitySearch:
         self._answers = self._operations.scores(ANSWER_TERMS)
         self._factors: dict[frozenset[str], list[float]] = {}
         texts = [capability_texts(c) for c in self._capabilities]
-        self._semantic = SemanticIndex(embedder, texts, vectors=vectors) if embedder and texts else None
+        self._semantic = SemanticIndex(embedder, texts, vectors=vectors, intents=ranking.example_intents) if embedder and texts else None
 
     def __len__(self) -> int:
         return len(self._capabilities)
