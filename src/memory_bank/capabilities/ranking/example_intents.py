@@ -1,62 +1,111 @@
 """The examples as training phrases: which of the operations a request is, learnt from them.
 
-The embedding signal alone takes an operation's closest text (:mod:`semantic`). With twenty
-examples an operation, a request lands close to one example of the wrong operation as easily
-as to one of the right one: "I moved to Leeds" is near "the user moved", an edit's example.
-An intent engine does not ask which training phrase is nearest; it trains a classifier on
-all of them, so what the examples of an operation share decides, and one stray phrasing
-does not. This is that classifier: a multinomial logistic regression (scikit-learn's,
-L2-regularised with ``C = INTENT_C``) over the unit vectors of every text of the operations
-that have examples, labelled with their operation.
+:mod:`example_requests` scores an operation by how many of its examples use each of a request's
+words. With twenty examples an operation, a request shares a word with one stray example of the
+wrong operation as easily as with one of the right one's: "that memory was helpful" shares
+"memory" and "was" with every operation. An intent engine does not count phrases that share a
+word; it trains a classifier on all of them, so that what the examples of an operation share
+decides.
 
-Its posterior re-shapes the similarity of those operations only: the most probable keeps
-the best similarity among them, the others get their probability's share of it. So the
-signal stays on the cosine scale that :func:`textsearch.fusion.fuse` expects, and an
-operation without examples (a vendor spec's) keeps its own similarity: a catalog without
-examples ranks as before.
+This is that classifier: a multinomial logistic regression (scikit-learn's, L2-regularised with
+``C = TEXT_C``) over TF-IDF of the character n-grams of each word (``NGRAMS``), trained on the
+title, the description and each example of every operation that has examples, labelled with
+their operation; the title on its own, since it is the plainest request there is ("Save a
+memory"). Character n-grams keep "remeber", "categorised" or "notes" near the words the
+examples use. Its posterior gives each of those operations its probability's share of the best
+example score, and the operation keeps the geometric mean of that and its own example score: an
+operation comes first when the classifier and the count of shared words agree, and a request the
+examples say little about (two or three words) keeps most of its counted shape. The signal stays
+on its own scale, and an operation without examples (a vendor spec's) keeps its score: a catalog
+without examples ranks as before.
 
-The regularisation was chosen by leaving one of our two development request sets out
-(``docs/decisions/0032-example-intents.md``).
+The regularisation and the n-gram range were chosen by leaving one of our two development
+request sets out (``docs/decisions/0032-example-intents.md``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["INTENT_C", "ExampleIntents"]
+__all__ = ["NGRAMS", "TEXT_C", "ExampleIntents", "TextIntents"]
 
-#: Inverse L2 strength of the classifier; 30 and above is a plateau on both development sets.
-INTENT_C = 30.0
+#: Inverse L2 strength of the classifier; 30-300 is a plateau on both development sets.
+TEXT_C = 100.0
+#: Character n-grams within words, shortest and longest.
+NGRAMS = (2, 4)
 
 
 class ExampleIntents:
-    """A classifier over the texts of the operations with examples; None-able by :meth:`fit`."""
+    """A classifier over feature rows of the texts of the operations with examples (made by :meth:`fit`)."""
 
     def __init__(self, model: Any, members: Any) -> None:
         self._model = model
         self._members = members
 
     @classmethod
-    def fit(cls, matrix: Any, owners: Sequence[int], with_examples: Sequence[int]) -> ExampleIntents | None:
-        """Train on the rows of ``matrix`` (one unit vector per text) whose owner (its
-        capability's position, ``owners``) is one of ``with_examples``; None when fewer
-        than two operations have examples, since there is nothing to tell apart."""
+    def fit(cls, features: Any, owners: Sequence[int], with_examples: Sequence[int], *, c: float) -> ExampleIntents | None:
+        """Train on the rows of ``features`` (one per text) whose owner (its capability's
+        position, ``owners``) is one of ``with_examples``; None when fewer than two operations
+        have examples, since there is nothing to tell apart."""
         import numpy as np
         from sklearn.linear_model import LogisticRegression
+        from threadpoolctl import threadpool_limits
 
         members = np.asarray(sorted(set(with_examples)), dtype=np.int64)
         if len(members) < 2:
             return None
         labels = np.asarray(owners)
-        rows = np.isin(labels, members)
-        model = LogisticRegression(C=INTENT_C, max_iter=5000).fit(matrix[rows], labels[rows])
+        rows = np.flatnonzero(np.isin(labels, members))
+        # Newton-CG converges in a few steps where L-BFGS takes dozens; one BLAS thread, since on
+        # a busy two-core box worker threads spin more than they compute (50 ms against 0.7-2 s).
+        with threadpool_limits(limits=1):
+            model = LogisticRegression(C=c, solver="newton-cg", max_iter=1000).fit(features[rows], labels[rows])
         return cls(model, members)
 
-    def reshape(self, similarity: Any, vector: Any) -> Any:
-        """``similarity`` (per capability) with the members' values re-shaped by the
-        classifier's posterior for the query ``vector``: see the module docstring."""
-        posterior = self._model.predict_proba(vector.reshape(1, -1))[0]
-        reshaped = similarity.copy()
-        reshaped[self._model.classes_] = posterior / posterior.max() * similarity[self._members].max()
+    def reshape(self, scores: Any, features: Any) -> Any:
+        """``scores`` (a numpy array, per capability) with the members' values re-shaped by the
+        posterior for the request's feature row ``features``: see the module docstring."""
+        import numpy as np
+
+        posterior = self._model.predict_proba(features)[0]
+        members = self._model.classes_
+        shaped = posterior / posterior.max() * scores[self._members].max()
+        reshaped = scores.copy()
+        reshaped[members] = np.sqrt(scores[members] * shaped)
         return reshaped
+
+
+class TextIntents:
+    """:class:`ExampleIntents` over TF-IDF of character n-grams of a catalog's texts."""
+
+    def __init__(self, vectorizer: Any, intents: ExampleIntents) -> None:
+        self._vectorizer = vectorizer
+        self._intents = intents
+
+    @classmethod
+    def fit(cls, capabilities: Sequence[Mapping[str, Any]]) -> TextIntents | None:
+        """Trained on the description and examples of each capability that has examples; None
+        when fewer than two have."""
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        texts: list[str] = []
+        owners: list[int] = []
+        for position, capability in enumerate(capabilities):
+            examples = [e for e in capability.get("examples") or () if isinstance(e, str) and e.strip()]
+            if examples:
+                own = [str(capability.get(part) or "").strip() for part in ("title", "description")]
+                phrases = [*(text for text in own if text), *examples]
+                texts += phrases
+                owners += [position] * len(phrases)
+        if len(set(owners)) < 2:
+            return None
+        vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=NGRAMS, sublinear_tf=True)
+        intents = ExampleIntents.fit(vectorizer.fit_transform(texts), owners, owners, c=TEXT_C)
+        return cls(vectorizer, intents) if intents is not None else None
+
+    def reshape(self, scores: Sequence[float], request: str) -> list[float]:
+        """``scores`` re-shaped by the posterior of ``request``."""
+        import numpy as np
+
+        return [float(s) for s in self._intents.reshape(np.asarray(scores, dtype=float), self._vectorizer.transform([request]))]

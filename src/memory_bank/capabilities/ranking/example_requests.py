@@ -18,7 +18,8 @@ orders it ("save ...", "delete ..."), so here the two stay apart
 (``identifier_terms(participles=True)``); in an operation's own text, where both describe
 what it does, they are one word. An operation's score mixes in
 ``EXAMPLE_WEIGHT`` of it (``search.Ranking.example_weight``); an operation without examples
-keeps its score, so a vendor spec without them ranks as before.
+keeps its score, so a vendor spec without them ranks as before. Where operations have examples, a
+classifier trained on them re-shapes this score (:class:`example_intents.TextIntents`).
 
 Measurements and the choice of the weight: ``docs/decisions/0031-example-requests-as-a-collection.md``.
 """
@@ -29,6 +30,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memory_bank.capabilities.ranking.example_intents import TextIntents
 from memory_bank.textsearch.bm25 import BM25F
 from memory_bank.textsearch.tokenize import identifier_terms
 
@@ -41,7 +43,8 @@ EXAMPLE_WEIGHT = 0.35
 class ExampleRequests:
     """The examples of a catalog's operations, indexed per operation with the idf of examples."""
 
-    def __init__(self, capabilities: Sequence[Mapping[str, Any]]) -> None:
+    def __init__(self, capabilities: Sequence[Mapping[str, Any]], *, intents: bool = True) -> None:
+        """``intents``: whether the examples also train :class:`TextIntents`."""
         per_operation = [
             [frozenset(identifier_terms(e, participles=True)) for e in capability.get("examples") or () if isinstance(e, str)]
             for capability in capabilities
@@ -51,7 +54,11 @@ class ExampleRequests:
         documents = [{"examples": [term for example in examples for term in sorted(example)]} for examples in per_operation]
         size = sum(len(examples) for examples in per_operation)
         self._index = BM25F(documents, {"examples": 1.0}, collection=(size, frequency)) if size else None
+        self._intents = TextIntents.fit(capabilities) if intents and size else None
 
     def scores(self, request: str) -> list[float] | None:
         """Per operation, the score in [0, 1] of ``request``; None without examples."""
-        return self._index.scores(identifier_terms(request, participles=True)) if self._index is not None else None
+        if self._index is None:
+            return None
+        scores = self._index.scores(identifier_terms(request, participles=True))
+        return self._intents.reshape(scores, request) if self._intents is not None else scores

@@ -19,7 +19,8 @@ Score = ``(1 - API_WEIGHT) * operation + API_WEIGHT * api``, both in [0, 1] (see
 a fixed ``min_score``. An operation with ``x-capability.examples`` mixes in how well the
 request's words match its examples with the idf counted over all examples rather than over
 operations (:mod:`example_requests`): in a small catalog every operation mentions every
-action word somewhere, and only counted over requests is "delete" specific. A request
+action word somewhere, and only counted over requests is "delete" specific. A classifier
+trained on the examples re-shapes that score (:mod:`example_intents`). A request
 phrased as a question then mixes in a small share of how well each operation says it
 answers questions (:mod:`question_fallback`), so a question that no operation names
 reaches a question-answering one. An operation whose method the request's verbs rule out ("fetch
@@ -102,7 +103,7 @@ class Ranking:
     #: :mod:`request_steps`, :mod:`safety`.
     request_steps: bool = True
     safety: bool = True
-    #: With an embedder: whether the examples train a classifier (:mod:`example_intents`).
+    #: Whether the examples train a classifier that re-shapes their score (:mod:`example_intents`).
     example_intents: bool = True
 
 
@@ -142,13 +143,13 @@ class CapabilitySearch:
         for capability, source in zip(self._capabilities, self._source_of):
             pooled[source] += api_terms(capability)
         self._apis = BM25F([{"api": words} for words in pooled], {"api": 1.0}, k1=ranking.k1, b=ranking.b)
-        self._examples = ExampleRequests(self._capabilities)
+        self._examples = ExampleRequests(self._capabilities, intents=ranking.example_intents)
         self._actions = [method_intent.actions(c) for c in self._capabilities]
         self._hazards = [safety.Hazard.of(c) for c in self._capabilities]
         self._answers = self._operations.scores(ANSWER_TERMS)
         self._factors: dict[frozenset[str], list[float]] = {}
         texts = [capability_texts(c) for c in self._capabilities]
-        self._semantic = SemanticIndex(embedder, texts, vectors=vectors, intents=ranking.example_intents) if embedder and texts else None
+        self._semantic = SemanticIndex(embedder, texts, vectors=vectors) if embedder and texts else None
 
     def __len__(self) -> int:
         return len(self._capabilities)

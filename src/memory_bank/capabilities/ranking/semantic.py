@@ -4,10 +4,9 @@ Lexical search cannot connect "square root of 625" to "get a short answer from
 Wolfram Alpha": no word is shared. A small sentence-embedding model
 (``textsearch.embeddings``) can. It reads an operation's title and description
 (:func:`capability_text`) and, each on its own, the requests the spec's author gave as
-examples; the closest of them is the operation's similarity. Where operations have
-examples, a classifier trained on them re-shapes that similarity (:mod:`example_intents`),
-as an intent engine learns from its training phrases. The request is embedded whole. The
-two signals are fused by ``textsearch.fusion.fuse``.
+examples; the closest of them is the operation's similarity, as the nearest training
+phrase decides an intent. The request is embedded whole. The two signals are fused by
+``textsearch.fusion.fuse``.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memory_bank.capabilities.ranking.example_intents import ExampleIntents
 from memory_bank.textsearch.embeddings import Embedder
 
 __all__ = ["SemanticIndex", "TextVectors", "capability_text", "capability_texts"]
@@ -61,30 +59,20 @@ class TextVectors:
 class SemanticIndex:
     """Unit vectors of every text of every capability; a query is one matrix-vector product."""
 
-    def __init__(
-        self, embedder: Embedder, texts: Sequence[Sequence[str]], *, vectors: TextVectors | None = None, intents: bool = True
-    ) -> None:
-        """``texts``: per capability, its non-empty list of texts (see :func:`capability_texts`),
-        more than one when it has examples; ``vectors``: where their rows come from, shared with
-        other indexes (a fresh one otherwise); ``intents``: whether the examples train
-        :class:`ExampleIntents`."""
+    def __init__(self, embedder: Embedder, texts: Sequence[Sequence[str]], *, vectors: TextVectors | None = None) -> None:
+        """``texts``: per capability, its non-empty list of texts (see :func:`capability_texts`);
+        ``vectors``: where their rows come from, shared with other indexes (a fresh one otherwise)."""
         import numpy as np
 
         flat = [text for group in texts for text in group]
         self._embed = embedder
         self._matrix = (vectors or TextVectors(embedder))(flat)
         self._starts = np.cumsum([0, *(len(group) for group in texts[:-1])])
-        owners = [position for position, group in enumerate(texts) for _ in group]
-        with_examples = [position for position, group in enumerate(texts) if len(group) > 1]
-        self._intents = ExampleIntents.fit(self._matrix, owners, with_examples) if intents else None
 
     def scores(self, query: str) -> list[float]:
         """Per capability, by position: the best cosine similarity of ``query`` with one of its
-        texts, clipped into [0, 1], re-shaped by :class:`ExampleIntents` where it applies."""
+        texts, clipped into [0, 1]."""
         import numpy as np
 
         vector = np.asarray(self._embed([query]), dtype=np.float32).reshape(-1)
-        similarity = np.maximum.reduceat(np.clip(self._matrix @ vector, 0.0, 1.0), self._starts)
-        if self._intents is not None:
-            similarity = self._intents.reshape(similarity, vector)
-        return [float(s) for s in similarity]
+        return [float(s) for s in np.maximum.reduceat(np.clip(self._matrix @ vector, 0.0, 1.0), self._starts)]

@@ -1,0 +1,67 @@
+"""The classifier trained on the spec's examples (capabilities/ranking/example_intents.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memory_bank.capabilities.ranking.example_requests import ExampleRequests
+from memory_bank.capabilities.ranking.search import CapabilitySearch, Ranking
+from memory_bank.generated.catalog import CAPABILITIES
+
+EXPOSED = [c for c in CAPABILITIES if c["policy"]["expose"]]
+WITH_EXAMPLES = ExampleRequests(EXPOSED)
+WITHOUT_CLASSIFIER = ExampleRequests(EXPOSED, intents=False)
+
+
+def _ranked(index: CapabilitySearch, request: str) -> list[tuple[str, float]]:
+    return [(m.capability["name"], m.score) for m in index.search(request, limit=10)]
+
+
+def _stripped(capability: Mapping[str, Any]) -> dict[str, Any]:
+    return {**capability, "examples": []}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=300))
+def test_the_posterior_only_reshapes_the_example_score(request: str) -> None:
+    """Whatever the request (odd Unicode, empty, long): each score stays in [0, 1] and under the best
+    the examples gave, and an operation none of whose examples shares a word keeps 0: the
+    classifier re-weights evidence, it never makes it up."""
+    shaped, counted = WITH_EXAMPLES.scores(request), WITHOUT_CLASSIFIER.scores(request)
+    assert shaped is not None and counted is not None
+    assert all(0.0 <= s <= max(counted) + 1e-12 for s in shaped)
+    assert all(s == 0.0 for s, c in zip(shaped, counted) if c == 0.0)
+
+
+def test_a_catalog_without_examples_ranks_as_without_the_classifier() -> None:
+    plain = [_stripped(c) for c in EXPOSED]
+    shaped, unshaped = CapabilitySearch(plain), CapabilitySearch(plain, ranking=Ranking(example_intents=False))
+    for request in ("remember that I like tea", "delete mem_01JA2B3C4D5E6F7G8H9J", "what do you know about Rome?"):
+        assert _ranked(shaped, request) == _ranked(unshaped, request)
+
+
+def test_one_operation_with_examples_is_nothing_to_tell_apart() -> None:
+    catalog = [EXPOSED[0], *(_stripped(c) for c in EXPOSED[1:])]
+    with_one = ExampleRequests(catalog)
+    assert with_one.scores("remember that I like tea") == ExampleRequests(catalog, intents=False).scores("remember that I like tea")
+
+
+def test_operations_without_examples_keep_their_score_beside_ones_with() -> None:
+    """A mixed catalog (a vendor spec beside ours): only the operations with examples are re-shaped."""
+    catalog = [*EXPOSED[:5], *(_stripped(c) for c in EXPOSED[5:])]
+    request = "forget the note about my old address"
+    shaped, counted = ExampleRequests(catalog).scores(request), ExampleRequests(catalog, intents=False).scores(request)
+    assert shaped is not None and counted is not None
+    assert shaped[5:] == counted[5:] and shaped[:5] != counted[:5]
+
+
+def test_a_misspelt_order_still_finds_the_operation_its_examples_share() -> None:
+    """Character n-grams keep a typo near the examples' words: counted word by word, the unknown
+    "remeber" leaves only "lives" and "sister", and the search comes first."""
+    request = "remeber that my sister lives in Oslo"
+    assert _ranked(CapabilitySearch(EXPOSED, ranking=Ranking(example_intents=False)), request)[0][0] != "postMemory"
+    assert _ranked(CapabilitySearch(EXPOSED), request)[0][0] == "postMemory"
