@@ -8,6 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memory_bank.capabilities.ranking.example_intents import MOST_OPERATIONS
 from memory_bank.capabilities.ranking.example_requests import ExampleRequests
 from memory_bank.capabilities.ranking.search import CapabilitySearch, Ranking
 from memory_bank.generated.catalog import CAPABILITIES
@@ -65,3 +66,11 @@ def test_a_misspelt_order_still_finds_the_operation_its_examples_share() -> None
     request = "remeber that my sister lives in Oslo"
     assert _ranked(CapabilitySearch(EXPOSED, ranking=Ranking(example_intents=False)), request)[0][0] != "postMemory"
     assert _ranked(CapabilitySearch(EXPOSED), request)[0][0] == "postMemory"
+
+
+def test_a_catalog_with_too_many_operations_with_examples_ranks_by_the_count_alone() -> None:
+    """Training grows with operations x n-grams x texts; past MOST_OPERATIONS nothing is trained."""
+    many = [{**EXPOSED[i % len(EXPOSED)], "name": f"op{i}"} for i in range(MOST_OPERATIONS + 1)]
+    request = "remember that my sister lives in Oslo"
+    assert ExampleRequests(many).scores(request) == ExampleRequests(many, intents=False).scores(request)
+    assert ExampleRequests(many[:MOST_OPERATIONS]).scores(request) != ExampleRequests(many[:MOST_OPERATIONS], intents=False).scores(request)

@@ -28,49 +28,54 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["NGRAMS", "TEXT_C", "ExampleIntents", "TextIntents"]
+__all__ = ["MOST_OPERATIONS", "NGRAMS", "TEXT_C", "ExampleIntents", "TextIntents"]
 
 #: Inverse L2 strength of the classifier; 30-300 is a plateau on both development sets.
 TEXT_C = 100.0
+#: The most operations with examples a classifier is trained for. Its training cost grows with
+#: operations x n-grams x texts: 0.01 s of CPU for 10 operations with 22 examples each, 1 s for
+#: 64, 3 s for 100 and 87 s for 1,447 with 6. Above this, the counted score ranks alone.
+MOST_OPERATIONS = 64
 #: Character n-grams within words, shortest and longest.
 NGRAMS = (2, 4)
 
 
-class ExampleIntents:
-    """A classifier over feature rows of the texts of the operations with examples (made by :meth:`fit`)."""
+def trainable(operations: int) -> bool:
+    """Whether a classifier is trained for this many operations with examples: there is nothing
+    to tell apart with fewer than two, and it costs too much with more than ``MOST_OPERATIONS``."""
+    return 2 <= operations <= MOST_OPERATIONS
 
-    def __init__(self, model: Any, members: Any) -> None:
+
+class ExampleIntents:
+    """A classifier over one feature row per text of the operations with examples (made by :meth:`fit`)."""
+
+    def __init__(self, model: Any) -> None:
         self._model = model
-        self._members = members
 
     @classmethod
-    def fit(cls, features: Any, owners: Sequence[int], with_examples: Sequence[int], *, c: float) -> ExampleIntents | None:
-        """Train on the rows of ``features`` (one per text) whose owner (its capability's
-        position, ``owners``) is one of ``with_examples``; None when fewer than two operations
-        have examples, since there is nothing to tell apart."""
+    def fit(cls, features: Any, owners: Sequence[int]) -> ExampleIntents | None:
+        """Train on the rows of ``features``, each labelled with its capability's position
+        (``owners``); None unless :func:`trainable` says so for that many operations."""
         import numpy as np
         from sklearn.linear_model import LogisticRegression
         from threadpoolctl import threadpool_limits
 
-        members = np.asarray(sorted(set(with_examples)), dtype=np.int64)
-        if len(members) < 2:
-            return None
         labels = np.asarray(owners)
-        rows = np.flatnonzero(np.isin(labels, members))
+        if not trainable(len(np.unique(labels))):
+            return None
         # Newton-CG converges in a few steps where L-BFGS takes dozens; one BLAS thread, since on
         # a busy two-core box worker threads spin more than they compute (50 ms against 0.7-2 s).
         with threadpool_limits(limits=1):
-            model = LogisticRegression(C=c, solver="newton-cg", max_iter=1000).fit(features[rows], labels[rows])
-        return cls(model, members)
+            return cls(LogisticRegression(C=TEXT_C, solver="newton-cg", max_iter=1000).fit(features, labels))
 
     def reshape(self, scores: Any, features: Any) -> Any:
-        """``scores`` (a numpy array, per capability) with the members' values re-shaped by the
+        """``scores`` (a numpy array, per capability) with the operations' values re-shaped by the
         posterior for the request's feature row ``features``: see the module docstring."""
         import numpy as np
 
         posterior = self._model.predict_proba(features)[0]
         members = self._model.classes_
-        shaped = posterior / posterior.max() * scores[self._members].max()
+        shaped = posterior / posterior.max() * scores[members].max()
         reshaped = scores.copy()
         reshaped[members] = np.sqrt(scores[members] * shaped)
         return reshaped
@@ -85,8 +90,8 @@ class TextIntents:
 
     @classmethod
     def fit(cls, capabilities: Sequence[Mapping[str, Any]]) -> TextIntents | None:
-        """Trained on the description and examples of each capability that has examples; None
-        when fewer than two have."""
+        """Trained on the title, description and examples of each capability that has examples;
+        None when :meth:`ExampleIntents.fit` trains none."""
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         texts: list[str] = []
@@ -98,10 +103,10 @@ class TextIntents:
                 phrases = [*(text for text in own if text), *examples]
                 texts += phrases
                 owners += [position] * len(phrases)
-        if len(set(owners)) < 2:
+        if not trainable(len(set(owners))):
             return None
         vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=NGRAMS, sublinear_tf=True)
-        intents = ExampleIntents.fit(vectorizer.fit_transform(texts), owners, owners, c=TEXT_C)
+        intents = ExampleIntents.fit(vectorizer.fit_transform(texts), owners)
         return cls(vectorizer, intents) if intents is not None else None
 
     def reshape(self, scores: Sequence[float], request: str) -> list[float]:
