@@ -52,6 +52,8 @@ PROBLEM_TYPES: dict[ErrorCode, ProblemType] = {
     ErrorCode.permission_denied: ProblemType(403, "Permission denied"),
     ErrorCode.not_found: ProblemType(404, "Not found"),
     ErrorCode.method_not_allowed: ProblemType(405, "Method not allowed"),
+    ErrorCode.not_acceptable: ProblemType(406, "Not acceptable"),
+    ErrorCode.unsupported_media_type: ProblemType(415, "Unsupported media type"),
     ErrorCode.invalid_params: ProblemType(422, "Invalid parameters"),
     ErrorCode.payload_too_large: ProblemType(413, "Payload too large"),
     ErrorCode.conflict: ProblemType(409, "Conflict"),
@@ -68,16 +70,18 @@ CODE_BY_STATUS: dict[int, ErrorCode] = {
     403: ErrorCode.permission_denied,
     404: ErrorCode.not_found,
     405: ErrorCode.method_not_allowed,
+    406: ErrorCode.not_acceptable,
     409: ErrorCode.conflict,
     413: ErrorCode.payload_too_large,
+    415: ErrorCode.unsupported_media_type,
     429: ErrorCode.rate_limited,
 }
 
 class HttpRefusal(Exception):
     """A refusal the HTTP edge makes itself: headers of its own and, at need, a status its code does not imply.
 
-    ``status`` defaults to the code's; the MCP transport refuses with 405, 406 and 415
-    under ``invalid_params`` and ``method_not_allowed``. Every 401 is one of these: the
+    ``status`` defaults to the code's (a code may stand for another status where a
+    caller needs one). Every 401 is one of these: the
     token check (``api.auth.challenged_principal``, the one place a token is refused, for
     REST and MCP alike) attaches the one ``WWW-Authenticate`` challenge, ``api.auth.challenge``.
     """

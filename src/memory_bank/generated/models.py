@@ -415,6 +415,8 @@ class Problem(BaseModel):
         "permission_denied",
         "not_found",
         "method_not_allowed",
+        "not_acceptable",
+        "unsupported_media_type",
         "invalid_params",
         "payload_too_large",
         "conflict",
