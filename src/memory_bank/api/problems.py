@@ -145,14 +145,17 @@ def allowed_methods(request: Request) -> list[str]:
 
     Starlette's 405 names only the methods of the first route whose path matched, but
     a path such as ``/v1/memory/{memory_id}`` is served by one route per method; so
-    each method is put to the router's own matching.
+    each method is put to the router's own matching. HEAD goes wherever GET does.
     """
     routes = request.app.router.routes
-    return [
+    served = {
         method
         for method in HTTP_METHODS
         if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes)
-    ]
+    }
+    if "GET" in served:  # answered as a GET (``api.middleware.HeadAsGet``)
+        served.add("HEAD")
+    return [method for method in HTTP_METHODS if method in served]
 
 
 def problem_response(request: Request, failure: DomainError | HttpRefusal) -> JSONResponse:
