@@ -108,3 +108,17 @@ def test_identity_is_the_body_as_sent(local: TestClient, bearer) -> None:
     assert local.post("/v1/memory", content=MEMORY, headers=headers).status_code == 201
     mcp = local.post("/mcp", content=json.dumps(PING).encode(), headers={**headers, "Accept": MCP_ACCEPT})
     assert mcp.status_code == 200 and mcp.json()["result"] == {}
+
+
+def test_every_operation_with_a_body_declares_the_415() -> None:
+    """A client generated from the spec knows the refusal above can answer any body it sends."""
+    from memory_bank.generated.spec import SPEC
+
+    with_body = [
+        (path, method, operation["responses"])
+        for path, item in SPEC["paths"].items()
+        for method, operation in item.items()
+        if isinstance(operation, dict) and "requestBody" in operation
+    ]
+    assert len(with_body) >= 7
+    assert [(p, m) for p, m, responses in with_body if "415" not in responses] == []
