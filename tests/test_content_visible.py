@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import unicodedata
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -24,13 +26,17 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
+from mcp import Client, StdioServerParameters
 
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.generated.models import MemoryCreate
 from memory_bank.generated.spec import SPEC
 from memory_bank.security.principal import _INVISIBLE
+from memory_bank.settings import Settings
+from memory_bank.store.database import open_database
+from memory_bank.store.tokens import TokenStore
 from support.clients import MakeClient, MakeToken
-from support.mcp_live import call_tool
+from support.mcp_live import call_tool, tool_problem
 from support.transfer import exported, ndjson
 
 PATTERN = SPEC["components"]["schemas"]["Content"]["pattern"]
@@ -140,3 +146,22 @@ def test_a_nul_among_visible_text_round_trips_exactly(ann: TestClient, make_clie
     other = make_client("acme", "bob")
     assert other.post("/v1/memory/import", content=ndjson(records)).json()["imported"] == 1
     assert [m["content"] for m in other.get("/v1/memory").json()["items"]] == [content]
+
+
+async def test_stdio_refuses_invisible_content_and_keeps_a_nul_as_http_does(tmp_path: Path) -> None:
+    """The stdio transport dispatches into the same routes: the same refusal, the same exact text."""
+    database_url = f"sqlite:///{tmp_path / 'memory-bank.db'}"
+    engine = open_database(Settings(database_url=database_url))
+    token, _ = TokenStore(engine).create("acme", "ann", "laptop", ["memory:read", "memory:write"])
+    engine.dispose()
+    env = {"MEMORY_BANK_DATABASE_URL": database_url, "MEMORY_BANK_MCP_ALLOW_STDIO": "true", "MEMORY_BANK_TOKEN": token}
+    server = StdioServerParameters(command=str(Path(sys.executable).with_name("memory-bank")), args=["mcp"], env=env)
+    async with Client(server) as client:
+        refused = await client.call_tool("execute_capability", {"name": "postMemory", "body": {"content": "\x00" * 1000}})
+        saved = await client.call_tool("execute_capability", {"name": "postMemory", "body": {"content": WITH_NUL[0]}})
+        listed = await client.call_tool("execute_capability", {"name": "listMemories", "query": {"include_superseded": True, "limit": 5}})
+    assert refused.is_error
+    problem = tool_problem(refused)
+    assert problem["code"] == "invalid_params" and [e["field"] for e in problem["errors"]] == ["/body/content"]
+    assert not saved.is_error and saved.structured_content["content"] == WITH_NUL[0]
+    assert not listed.is_error and [m["content"] for m in listed.structured_content["items"]] == [WITH_NUL[0]]
