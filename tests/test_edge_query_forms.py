@@ -9,9 +9,11 @@ them with 422 ``invalid_params`` naming the parameter and the form it takes.
 from __future__ import annotations
 
 import re
+from typing import Any
 from urllib.parse import urlencode
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, example, given
 from hypothesis import settings as examples
@@ -19,7 +21,8 @@ from hypothesis import strategies as st
 
 from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.settings import Settings
-from support.clients import MakeClient
+from support.clients import MakeClient, MakeToken
+from support.mcp_live import call_tool
 from support.spec_queries import query_parameters
 
 INTEGERS = query_parameters(kind="integer")
@@ -101,3 +104,12 @@ def test_any_string_but_digits_is_422_and_never_500(anyone: TestClient, paramete
         refused(answer, name, "digits")
     else:
         assert answer.status_code in (200, 422)
+
+
+@pytest.mark.parametrize(("query", "accepted"), [({"limit": 5}, True), ({"limit": 5.0}, True), ({"limit": 5.5}, False), ({"include_superseded": True}, True)])
+def test_mcp_arguments_stay_typed_json(app: FastAPI, make_token: MakeToken, query: dict[str, Any], accepted: bool) -> None:
+    """A tool call's query is JSON checked against the tool's schema, where ``5.0`` is an integer:
+    it reaches the route as ``5``, not in a form the route refuses."""
+    with TestClient(app, base_url="http://127.0.0.1") as local:
+        result = call_tool(local, make_token("acme", "ann"), "execute_capability", {"name": "listMemories", "query": query})
+    assert result["isError"] is not accepted, result
