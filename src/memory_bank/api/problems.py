@@ -78,18 +78,18 @@ CODE_BY_STATUS: dict[int, ErrorCode] = {
 }
 
 class HttpRefusal(Exception):
-    """A refusal the HTTP edge makes itself: headers of its own and, at need, a status its code does not imply.
+    """A refusal the HTTP edge makes itself, with headers of its own (``Allow``, ``Accept-Encoding``, a challenge).
 
-    ``status`` defaults to the code's (a code may stand for another status where a
-    caller needs one). Every 401 is one of these: the
+    Its status is its code's: each refusal has a code of its own (406 and 415 were once
+    ``invalid_params`` under a borrowed status). Every 401 is one of these: the
     token check (``api.auth.challenged_principal``, the one place a token is refused, for
     REST and MCP alike) attaches the one ``WWW-Authenticate`` challenge, ``api.auth.challenge``.
     """
 
-    def __init__(self, error: DomainError, *, status: int | None = None, headers: Mapping[str, str] | None = None) -> None:
+    def __init__(self, error: DomainError, *, headers: Mapping[str, str] | None = None) -> None:
         super().__init__(str(error))
         self.error = error
-        self.status = status or status_of(error)
+        self.status = status_of(error)
         self.headers = dict(headers or {})
 
 
@@ -102,15 +102,13 @@ def status_of(error: DomainError) -> int:
     return PROBLEM_TYPES[error.code].status
 
 
-def problem_document(
-    error: DomainError, *, status: int | None = None, request_id: str | None = None, instance: str | None = None
-) -> dict[str, Any]:
+def problem_document(error: DomainError, *, request_id: str | None = None, instance: str | None = None) -> dict[str, Any]:
     """The RFC 9457 body for ``error``."""
     problem_type = PROBLEM_TYPES[error.code]
     body: dict[str, Any] = {
         "type": f"https://memory-bank.dev/problems/{error.code.value}",
         "title": problem_type.title,
-        "status": status or problem_type.status,
+        "status": problem_type.status,
         "code": error.code.value,
         "detail": error.detail,
     }
@@ -163,7 +161,7 @@ def problem_response(request: Request, failure: DomainError | HttpRefusal) -> JS
     request_id = getattr(request.state, "request_id", None)
     error = refusal.error
     return JSONResponse(
-        problem_document(error, status=refusal.status, request_id=request_id, instance=request.url.path),
+        problem_document(error, request_id=request_id, instance=request.url.path),
         status_code=refusal.status,
         media_type=PROBLEM_JSON,
         headers=headers_of(error) | refusal.headers or None,
