@@ -10,8 +10,10 @@ HEAD is a GET whose body is dropped, so it is authenticated and charged like one
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
@@ -23,6 +25,7 @@ from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.settings import Settings
 from memory_bank.store.tokens import TokenStore
 from support.clients import MakeToken
+from support.mcp_live import live_server
 from support.spec_queries import operations
 
 SERVICE_PATHS = ["/", "/health", "/ready", "/metrics", "/openapi.json", "/docs", "/redoc", "/capabilities"]
@@ -128,3 +131,20 @@ def test_the_access_log_names_the_method_that_came(client: TestClient, bearer: d
     with caplog.at_level("INFO", logger="memory_bank.access"):
         client.head("/v1/memory", headers=bearer)
     assert [r.getMessage().split(" -> ")[0] for r in caplog.records if r.name == "memory_bank.access"] == ["HEAD /v1/memory"]
+
+
+def test_a_real_server_answers_head_and_keeps_the_connection(tmp_path: Path) -> None:
+    """Over uvicorn: the GET's Content-Length with no bytes after it, and the next request on the
+    same connection is answered (a body sent after a HEAD answer would be read as the next response)."""
+    with live_server(tmp_path) as server:
+        headers = {"Authorization": f"Bearer {server.token()}"}
+        with httpx.Client(base_url=server.url, headers=headers, timeout=5) as http:
+            get = http.get("/v1/capabilities")
+            head = http.head("/v1/capabilities")
+            after = http.get("/health")
+            export = http.head("/v1/memory/export")
+            last = http.get("/health")
+    assert head.status_code == 200 and head.content == b""
+    assert head.headers["content-length"] == get.headers["content-length"] == str(len(get.content))
+    assert export.status_code == 200 and export.content == b""
+    assert after.json() == last.json() == {"status": "ok"}
