@@ -199,10 +199,10 @@ def test_blank_content_is_refused_at_body_content(client: TestClient, writer: di
 @pytest.mark.parametrize(
     ("method", "path", "allowed"),
     [
-        ("PUT", f"/v1/memory/{ID}", "GET, PATCH, DELETE"),
-        ("DELETE", "/v1/memory", "GET, POST"),
-        ("POST", "/v1/capabilities", "GET"),
-        ("DELETE", "/v1/memory/keypaths/a.b", "GET, PUT"),
+        ("PUT", f"/v1/memory/{ID}", "GET, HEAD, PATCH, DELETE"),
+        ("DELETE", "/v1/memory", "GET, HEAD, POST"),
+        ("POST", "/v1/capabilities", "GET, HEAD"),
+        ("DELETE", "/v1/memory/keypaths/a.b", "GET, HEAD, PUT"),
     ],
 )
 def test_a_wrong_method_is_405_with_every_allowed_method(client: TestClient, writer, method, path, allowed) -> None:

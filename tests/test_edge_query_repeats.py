@@ -6,8 +6,6 @@ parameter (``tags``) is repeated by design and stays accepted.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
 from urllib.parse import urlencode
 
 import pytest
@@ -15,45 +13,15 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_bank.generated.spec import SPEC
 from memory_bank.security.tokens import PERMISSIONS
 from support.clients import MakeClient
-
-
-def _deref(node: Any) -> Any:
-    while isinstance(node, dict) and "$ref" in node:
-        target: Any = SPEC
-        for part in node["$ref"].removeprefix("#/").split("/"):
-            target = target[part]
-        node = target
-    return node
-
-
-def _operations() -> Iterator[tuple[str, str, str, list[tuple[str, str]]]]:
-    """(operationId, method, path with its ids filled in, [(query parameter, its schema type)])."""
-    for path, item in SPEC["paths"].items():
-        item = _deref(item)
-        for method, operation in item.items():
-            if not isinstance(operation, dict) or "operationId" not in operation:
-                continue
-            parameters = [_deref(p) for p in [*item.get("parameters", []), *operation.get("parameters", [])]]
-            query = [(p["name"], _deref(p["schema"]).get("type")) for p in parameters if p["in"] == "query"]
-            filled = path
-            for p in parameters:
-                if p["in"] == "path":
-                    filled = filled.replace("{" + p["name"] + "}", "x")
-            yield operation["operationId"], method.upper(), filled, query
+from support.spec_queries import query_parameters
 
 
 #: Every single-valued query parameter of every operation, as (operationId, method, path, name).
-SINGLE_VALUED = [
-    (op_id, method, path, name)
-    for op_id, method, path, query in _operations()
-    for name, kind in query
-    if kind != "array"
-]
+SINGLE_VALUED = query_parameters(array=False)
 #: The array ones, which may repeat.
-REPEATABLE = [(op_id, method, path, name) for op_id, method, path, query in _operations() for name, kind in query if kind == "array"]
+REPEATABLE = query_parameters(array=True)
 
 
 @pytest.fixture

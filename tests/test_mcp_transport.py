@@ -83,7 +83,7 @@ def test_a_get_without_a_token_is_405_too(server: LiveServer) -> None:
 
 @pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "application/jsonl", ""])
 def test_a_body_that_is_not_json_by_content_type_is_415(http: httpx.Client, content_type: str) -> None:
-    problem(post(http, json.dumps(PING).encode(), content_type), 415, "invalid_params")
+    problem(post(http, json.dumps(PING).encode(), content_type), 415, "unsupported_media_type")
 
 
 def test_json_with_a_charset_is_json(http: httpx.Client) -> None:
@@ -93,7 +93,7 @@ def test_json_with_a_charset_is_json(http: httpx.Client) -> None:
 
 def test_a_client_that_takes_no_json_is_406(http: httpx.Client) -> None:
     response = http.post("/mcp", json=PING, headers={"Accept": "text/html"})
-    problem(response, 406, "invalid_params")
+    problem(response, 406, "not_acceptable")
 
 
 def test_a_body_over_the_limit_is_413_whether_declared_or_streamed(http: httpx.Client) -> None:

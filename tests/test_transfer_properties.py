@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 from sqlmodel import Session, col
 
 from memory_bank.errors import DomainError, ErrorCode
+from memory_bank.generated.spec import SPEC
 from memory_bank.security.principal import Principal
 from memory_bank.store.memories import MemoryStore
 from memory_bank.store.tables import MemoryRow
@@ -38,7 +40,8 @@ _char = st.one_of(
     st.characters(exclude_categories=("Cs",)),
     st.sampled_from(["\n", "\r", "\t", "\x00", "\u0085", "\u2028", "\u2029", "\ufeff", "😀"]),
 )
-_text = st.text(_char, min_size=1, max_size=40).filter(lambda s: s.strip())
+#: Text the spec takes as content: at least one visible character (its ``Content`` pattern).
+_text = st.text(_char, min_size=1, max_size=40).filter(re.compile(SPEC["components"]["schemas"]["Content"]["pattern"]).search)
 _tags = st.lists(st.text(_char, min_size=1, max_size=64), max_size=4, unique=True)
 _contexts = st.lists(st.fixed_dictionaries({"snippet": _text}, optional={"origin": st.text(_char, max_size=30)}), max_size=3)
 _keypath = st.sampled_from(["user.shell", "a", "a.b-c_d", "x.y.z"])

@@ -17,7 +17,7 @@ from fastapi import FastAPI
 from memory_bank import __version__
 from memory_bank.api.auth import make_authorize
 from memory_bank.api.docs import install_docs
-from memory_bank.api.middleware import CallObserver, RequestIdMiddleware, UnexpectedErrorMiddleware
+from memory_bank.api.middleware import CallObserver, HeadAsGet, RequestIdMiddleware, UnexpectedErrorMiddleware
 from memory_bank.api.problems import install_problem_handlers
 from memory_bank.api.routes import service_routes
 from memory_bank.capabilities.execute.dispatch import Executor
@@ -89,8 +89,10 @@ def create_app(settings: Settings | None = None, *, clock: Callable[[], float] =
     app.state.oauth = oauth
     app.state.audit = operations.audit
     # Innermost first: metrics, the access log and the request id all see the last-resort 500,
-    # and the id is chosen before the access log writes it.
+    # and the id is chosen before the access log writes it. HEAD is routed as GET below the
+    # observers, which see the method it came as, and above the last resort, whose body it drops.
     app.add_middleware(UnexpectedErrorMiddleware)
+    app.add_middleware(HeadAsGet)
     app.add_middleware(CallObserver, accounting=CallAccounting(operations.metrics, operations.audit))
     app.add_middleware(AccessLog)
     app.add_middleware(RequestIdMiddleware)

@@ -22,6 +22,8 @@ class ErrorCode(StrEnum):
     permission_denied = "permission_denied"
     not_found = "not_found"
     method_not_allowed = "method_not_allowed"
+    not_acceptable = "not_acceptable"
+    unsupported_media_type = "unsupported_media_type"
     invalid_params = "invalid_params"
     payload_too_large = "payload_too_large"
     conflict = "conflict"
@@ -118,6 +120,18 @@ class MethodNotAllowed(DomainError):
     code = ErrorCode.method_not_allowed
 
 
+class NotAcceptable(DomainError):
+    """The client takes none of the media types the answer comes in (its ``Accept``)."""
+
+    code = ErrorCode.not_acceptable
+
+
+class UnsupportedMediaType(DomainError):
+    """The body comes in a media type or a content coding this door does not read."""
+
+    code = ErrorCode.unsupported_media_type
+
+
 class InvalidInput(DomainError):
     code = ErrorCode.invalid_params
 
@@ -154,6 +168,8 @@ ERROR_BY_CODE: dict[ErrorCode, type[DomainError]] = {
         PermissionDenied,
         NotFound,
         MethodNotAllowed,
+        NotAcceptable,
+        UnsupportedMediaType,
         InvalidInput,
         PayloadTooLarge,
         Conflict,

@@ -15,10 +15,14 @@ from memory_bank_codegen.errors import CodegenError
 from memory_bank_codegen.loader import Operation as SpecOperation
 from memory_bank_codegen.loader import iter_operations, operation_parameters
 from memory_bank_codegen.naming import pascal_case, snake_case
-from memory_bank_codegen.pytypes import TypeNamer, constraints
+from memory_bank_codegen.pytypes import SCALARS, TypeNamer, constraints
 from memory_bank_codegen.refs import deref
 
 JSON = "application/json"
+
+#: How the routes read a query's integers and booleans: only in the spec's form
+#: (``memory_bank.api.query``), where pydantic alone would take ``+5`` or ``yes``.
+QUERY_SCALARS = {**SCALARS, "integer": "QueryInt", "boolean": "QueryBool"}
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,11 @@ class Parameter:
     bounds: dict[str, Any]
     description: str
     repeatable: bool = False  # an array: its name may come more than once in a query string (a header too)
+    route_type_expr: str = ""  # what the route declares, where it differs from ``type_expr`` (a query's form)
+
+    @property
+    def declared_type(self) -> str:
+        return self.route_type_expr or self.type_expr
 
 
 @dataclass(frozen=True)
@@ -70,11 +79,12 @@ def read_operations(spec: dict[str, Any], models_prefix: str = "models.") -> lis
     operation is a route exactly when it is a tool.
     """
     namer = TypeNamer(spec, prefix=models_prefix)
+    query_namer = TypeNamer(spec, prefix=models_prefix, scalars=dict(QUERY_SCALARS))
     operations = []
     for entry in iter_operations(spec):
         label = entry.operation.get("operationId") or f"{entry.method.upper()} {entry.path}"
         try:
-            operations.append(_read_operation(namer, entry))
+            operations.append(_read_operation(namer, query_namer, entry))
         except CodegenError as exc:
             raise exc.within(label) from None
     if namer.inline_models:
@@ -83,11 +93,13 @@ def read_operations(spec: dict[str, Any], models_prefix: str = "models.") -> lis
     return operations
 
 
-def _read_operation(namer: TypeNamer, entry: SpecOperation) -> Operation:
+def _read_operation(namer: TypeNamer, query_namer: TypeNamer, entry: SpecOperation) -> Operation:
     op = entry.operation
     op_id = op["operationId"]
     parameters = tuple(
-        _read_parameter(namer, op_id, p) for p in operation_parameters(entry, namer.spec) if p["in"] != "cookie"
+        _read_parameter(query_namer if p["in"] == "query" else namer, namer, op_id, p)
+        for p in operation_parameters(entry, namer.spec)
+        if p["in"] != "cookie"
     )
     statuses, media_type, reply_type = _read_success(namer, op_id, op)
     return Operation(
@@ -104,24 +116,29 @@ def _read_operation(namer: TypeNamer, entry: SpecOperation) -> Operation:
     )
 
 
-def _read_parameter(namer: TypeNamer, op_id: str, param: dict[str, Any]) -> Parameter:
+def _read_parameter(route_namer: TypeNamer, namer: TypeNamer, op_id: str, param: dict[str, Any]) -> Parameter:
+    """The parameter as the interface takes it (``namer``) and as its route reads it (``route_namer``)."""
     schema = param.get("schema", {})
     resolved = namer.resolve(schema)
     # Bounds are stated on Query()/Path() where a reader of the route sees them, so a
     # bounded alias is inlined; an unbounded one (an enum) keeps its readable name.
     bounds = constraints(resolved)
-    type_expr = namer.expression(resolved if bounds else schema, pascal_case(op_id) + pascal_case(param["name"]))
+    owner = pascal_case(op_id) + pascal_case(param["name"])
+    type_expr = namer.expression(resolved if bounds else schema, owner)
+    route_type_expr = route_namer.expression(resolved if bounds else schema, owner)
     required = bool(param.get("required")) or param["in"] == "path"
+    optional = "" if required or "default" in resolved else " | None"
     return Parameter(
         name=param["name"],
         python_name=snake_case(param["name"]),
         location=param["in"],
-        type_expr=type_expr if required or "default" in resolved else f"{type_expr} | None",
+        type_expr=type_expr + optional,
         required=required,
         default=resolved.get("default"),
         bounds=bounds,
         description=" ".join(param.get("description", resolved.get("description", "")).split()),
         repeatable=resolved.get("type") == "array",
+        route_type_expr="" if route_type_expr == type_expr else route_type_expr + optional,
     )
 
 

@@ -10,6 +10,7 @@ gets back here.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,8 +23,8 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
-from memory_bank.api.problems import validation_error
-from memory_bank.errors import DomainError, FieldError, InvalidInput, PayloadTooLarge, field_errors
+from memory_bank.api.problems import HttpRefusal, validation_error
+from memory_bank.errors import DomainError, FieldError, InvalidInput, PayloadTooLarge, UnsupportedMediaType, field_errors
 from memory_bank.reply import Reply
 from memory_bank.security.principal import Principal
 
@@ -162,9 +163,11 @@ async def read_capped(
     """The whole body, refused with 413 unread when Content-Length says it is over ``max_bytes``.
 
     A body without a length (chunked) is counted while it streams and cut off at the cap.
+    A body in a content coding (``check_identity_coding``) is refused before a byte is read.
     Not FastAPI's ``max_body_size``: its limiter swaps whatever the app answers (a 401
     too) for a plain-text 413 when the declared length is over, breaking problem+json.
     """
+    check_identity_coding(request)
     declared = request.headers.get("content-length", "")
     refuse = too_large or (lambda: _too_many_bytes(max_bytes))
     if max_bytes is not None and declared.isdigit() and int(declared) > max_bytes:
@@ -181,3 +184,25 @@ async def read_capped(
 
 def _too_many_bytes(max_bytes: int | None) -> PayloadTooLarge:
     return PayloadTooLarge(f"the request body is at most {max_bytes} bytes")
+
+
+#: A content coding named back to the client only when it looks like one (a token, short).
+_CODING_NAME = re.compile(r"^[a-z0-9._+-]{1,32}$")
+
+
+def check_identity_coding(request: Request) -> None:
+    """Refuse, 415 ``unsupported_media_type``, a body sent in a content coding other than identity.
+
+    Bodies are read as sent: a gzip body used to reach the JSON parser compressed and come
+    back as a confusing parse error. Refused rather than decoded: no client of this API
+    compresses what it sends, and a decoder would be a second size bound to get right
+    (a small zip bomb inflates a thousandfold) for no caller. ``Accept-Encoding: identity``
+    on the answer says what is read (RFC 7694).
+    """
+    codings = [c.strip().lower() for value in request.headers.getlist("content-encoding") for c in value.split(",")]
+    foreign = [c for c in codings if c and c != "identity"]
+    if not foreign:
+        return
+    named = ", ".join(c if _CODING_NAME.match(c) else "(unreadable)" for c in foreign[:3])
+    error = UnsupportedMediaType(f"the body is read as sent: Content-Encoding {named} is not decoded; send it uncompressed")
+    raise HttpRefusal(error, headers={"Accept-Encoding": "identity"})

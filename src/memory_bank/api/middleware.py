@@ -1,4 +1,4 @@
-"""The app's pure ASGI middlewares: request id, call observation, the last-resort 500.
+"""The app's pure ASGI middlewares: request id, call observation, HEAD as GET, the last-resort 500.
 
 Pure ASGI, no ``BaseHTTPMiddleware``: that buffers streams (the JSON-lines export)
 and costs a task per request.
@@ -56,6 +56,42 @@ class RequestIdMiddleware:
             await send(message)
 
         await self.app(scope, receive, send_with_id)
+
+
+class HeadAsGet:
+    """Serve HEAD wherever GET is served: the GET's status and headers, without its body.
+
+    HTTP asks a server that supports GET to support HEAD (RFC 9110 §9.3.2); FastAPI's
+    routes answered it 405. Rather than a HEAD method on every route, the request is
+    routed and answered as the GET it stands for, so it meets the same token check and
+    is charged to the same budget (it costs what the GET costs: the GET runs), and its
+    body is dropped here, whatever the server would do. The method is HEAD again once
+    answered, so the layers outside (the access log, the call record) report what came in.
+    A path without GET stays 405, its ``Allow`` naming HEAD wherever it names GET.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+        ended = False
+
+        async def without_body(message: Message) -> None:
+            nonlocal ended
+            if message["type"] != "http.response.body":
+                await send(message)
+            elif not message.get("more_body", False) and not ended:
+                ended = True
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+        scope["method"] = "GET"
+        try:
+            await self.app(scope, receive, without_body)
+        finally:
+            scope["method"] = "HEAD"
 
 
 class UnexpectedErrorMiddleware:

@@ -52,6 +52,8 @@ PROBLEM_TYPES: dict[ErrorCode, ProblemType] = {
     ErrorCode.permission_denied: ProblemType(403, "Permission denied"),
     ErrorCode.not_found: ProblemType(404, "Not found"),
     ErrorCode.method_not_allowed: ProblemType(405, "Method not allowed"),
+    ErrorCode.not_acceptable: ProblemType(406, "Not acceptable"),
+    ErrorCode.unsupported_media_type: ProblemType(415, "Unsupported media type"),
     ErrorCode.invalid_params: ProblemType(422, "Invalid parameters"),
     ErrorCode.payload_too_large: ProblemType(413, "Payload too large"),
     ErrorCode.conflict: ProblemType(409, "Conflict"),
@@ -68,24 +70,26 @@ CODE_BY_STATUS: dict[int, ErrorCode] = {
     403: ErrorCode.permission_denied,
     404: ErrorCode.not_found,
     405: ErrorCode.method_not_allowed,
+    406: ErrorCode.not_acceptable,
     409: ErrorCode.conflict,
     413: ErrorCode.payload_too_large,
+    415: ErrorCode.unsupported_media_type,
     429: ErrorCode.rate_limited,
 }
 
 class HttpRefusal(Exception):
-    """A refusal the HTTP edge makes itself: headers of its own and, at need, a status its code does not imply.
+    """A refusal the HTTP edge makes itself, with headers of its own (``Allow``, ``Accept-Encoding``, a challenge).
 
-    ``status`` defaults to the code's; the MCP transport refuses with 405, 406 and 415
-    under ``invalid_params`` and ``method_not_allowed``. Every 401 is one of these: the
+    Its status is its code's: each refusal has a code of its own (406 and 415 were once
+    ``invalid_params`` under a borrowed status). Every 401 is one of these: the
     token check (``api.auth.challenged_principal``, the one place a token is refused, for
     REST and MCP alike) attaches the one ``WWW-Authenticate`` challenge, ``api.auth.challenge``.
     """
 
-    def __init__(self, error: DomainError, *, status: int | None = None, headers: Mapping[str, str] | None = None) -> None:
+    def __init__(self, error: DomainError, *, headers: Mapping[str, str] | None = None) -> None:
         super().__init__(str(error))
         self.error = error
-        self.status = status or status_of(error)
+        self.status = status_of(error)
         self.headers = dict(headers or {})
 
 
@@ -98,15 +102,13 @@ def status_of(error: DomainError) -> int:
     return PROBLEM_TYPES[error.code].status
 
 
-def problem_document(
-    error: DomainError, *, status: int | None = None, request_id: str | None = None, instance: str | None = None
-) -> dict[str, Any]:
+def problem_document(error: DomainError, *, request_id: str | None = None, instance: str | None = None) -> dict[str, Any]:
     """The RFC 9457 body for ``error``."""
     problem_type = PROBLEM_TYPES[error.code]
     body: dict[str, Any] = {
         "type": f"https://memory-bank.dev/problems/{error.code.value}",
         "title": problem_type.title,
-        "status": status or problem_type.status,
+        "status": problem_type.status,
         "code": error.code.value,
         "detail": error.detail,
     }
@@ -141,14 +143,17 @@ def allowed_methods(request: Request) -> list[str]:
 
     Starlette's 405 names only the methods of the first route whose path matched, but
     a path such as ``/v1/memory/{memory_id}`` is served by one route per method; so
-    each method is put to the router's own matching.
+    each method is put to the router's own matching. HEAD goes wherever GET does.
     """
     routes = request.app.router.routes
-    return [
+    served = {
         method
         for method in HTTP_METHODS
         if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes)
-    ]
+    }
+    if "GET" in served:  # answered as a GET (``api.middleware.HeadAsGet``)
+        served.add("HEAD")
+    return [method for method in HTTP_METHODS if method in served]
 
 
 def problem_response(request: Request, failure: DomainError | HttpRefusal) -> JSONResponse:
@@ -156,7 +161,7 @@ def problem_response(request: Request, failure: DomainError | HttpRefusal) -> JS
     request_id = getattr(request.state, "request_id", None)
     error = refusal.error
     return JSONResponse(
-        problem_document(error, status=refusal.status, request_id=request_id, instance=request.url.path),
+        problem_document(error, request_id=request_id, instance=request.url.path),
         status_code=refusal.status,
         media_type=PROBLEM_JSON,
         headers=headers_of(error) | refusal.headers or None,

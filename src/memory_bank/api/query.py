@@ -8,14 +8,26 @@ principal, so a bad token is still 401 first) for the names of their parameters 
 are not arrays; an array (``tags``) is repeated by design. A header such as
 ``Idempotency-Key`` is the same case: FastAPI hands a scalar ``Header`` the first of two
 copies, so two keys on one write were one reading here and perhaps another at a proxy.
+
+The other: a query integer or boolean comes in the form the spec's serialization has.
+pydantic's lax parsing read ``limit=+5``, ``limit= 5``, ``limit=5_0`` and
+``include_schema=yes`` (or ``on``, ``1``, ``True``); OpenAPI writes an integer as digits
+with an optional minus and a boolean as ``true`` or ``false``, and a client that sent
+another form works here and nowhere else. The generated routes type such parameters
+``QueryInt`` and ``QueryBool``; MCP arguments arrive typed (JSON) and are spelled in
+these forms when dispatched (``capabilities.execute.dispatch``).
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable
+from typing import Annotated
 
 from fastapi import Request
+from pydantic import BeforeValidator
+from pydantic_core import PydanticCustomError
 
 from memory_bank.api.problems import validation_error
 from memory_bank.errors import FieldError
@@ -35,3 +47,25 @@ def single_valued(*names: str, headers: tuple[str, ...] = ()) -> Callable[[Reque
             raise validation_error(errors)
 
     return check
+
+
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
+def _integer_form(value: object) -> object:
+    """A query string value is an integer only as ``-?[0-9]+``; pydantic then reads it (and the bounds apply)."""
+    if isinstance(value, str) and not _INTEGER.fullmatch(value):
+        raise PydanticCustomError("int_parsing", "an integer is written as digits with an optional leading minus, e.g. 5")
+    return value
+
+
+def _boolean_form(value: object) -> object:
+    """A query string value is a boolean only as ``true`` or ``false``."""
+    if isinstance(value, str) and value not in ("true", "false"):
+        raise PydanticCustomError("bool_parsing", "a boolean is written true or false")
+    return value
+
+
+#: The query parameter types of the generated routes for the spec's ``integer`` and ``boolean``.
+QueryInt = Annotated[int, BeforeValidator(_integer_form)]
+QueryBool = Annotated[bool, BeforeValidator(_boolean_form)]

@@ -8,7 +8,7 @@ from fastapi.responses import Response
 
 from memory_bank.api.auth import Authorize
 from memory_bank.api.bodies import read_json_body, render_reply
-from memory_bank.api.query import single_valued
+from memory_bank.api.query import QueryBool, QueryInt, single_valued
 from memory_bank.generated import models
 from memory_bank.generated.admin_interface import MemoryBankAdminApi
 from memory_bank.security.principal import Principal
@@ -32,7 +32,7 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
             ),
         ] = None,
         limit: Annotated[
-            int, Query(ge=1, le=100, description="How many results to return at most.")
+            QueryInt, Query(ge=1, le=100, description="How many results to return at most.")
         ] = 20,
     ) -> Response:
         reply = await api.list_agents(principal, cursor=cursor, limit=limit)
@@ -125,7 +125,9 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
         *,
         principal: Annotated[Principal, Depends(authorize("memory:admin"))],
         _single: Annotated[None, Depends(single_valued("include_revoked", "cursor", "limit"))],
-        include_revoked: Annotated[bool, Query(description="Also list revoked tokens.")] = False,
+        include_revoked: Annotated[
+            QueryBool, Query(description="Also list revoked tokens.")
+        ] = False,
         cursor: Annotated[
             str | None,
             Query(
@@ -135,7 +137,7 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
             ),
         ] = None,
         limit: Annotated[
-            int, Query(ge=1, le=100, description="How many results to return at most.")
+            QueryInt, Query(ge=1, le=100, description="How many results to return at most.")
         ] = 20,
     ) -> Response:
         reply = await api.list_tokens(

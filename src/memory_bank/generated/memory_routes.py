@@ -8,7 +8,7 @@ from fastapi.responses import Response
 
 from memory_bank.api.auth import Authorize
 from memory_bank.api.bodies import read_json_body, read_text_body, render_reply
-from memory_bank.api.query import single_valued
+from memory_bank.api.query import QueryBool, QueryInt, single_valued
 from memory_bank.generated import models
 from memory_bank.generated.memory_interface import MemoryBankApi
 from memory_bank.security.principal import Principal
@@ -35,7 +35,7 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
             ),
         ] = None,
         limit: Annotated[
-            int,
+            QueryInt,
             Query(ge=1, le=20, description="How many cards to return at most when `q` is given."),
         ] = 5,
         category: Annotated[
@@ -47,7 +47,7 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
             ),
         ] = None,
         include_schema: Annotated[
-            bool, Query(description="Add each operation's input schema to its card.")
+            QueryBool, Query(description="Add each operation's input schema to its card.")
         ] = False,
     ) -> Response:
         reply = await api.search_capabilities(
@@ -81,7 +81,7 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
             ),
         ] = None,
         limit: Annotated[
-            int, Query(ge=1, le=100, description="How many results to return at most.")
+            QueryInt, Query(ge=1, le=100, description="How many results to return at most.")
         ] = 20,
         tags: Annotated[
             list[models.Tag] | None,
@@ -105,7 +105,7 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
             ),
         ] = None,
         include_superseded: Annotated[
-            bool, Query(description="Also return versions that a later change replaced.")
+            QueryBool, Query(description="Also return versions that a later change replaced.")
         ] = False,
     ) -> Response:
         reply = await api.list_memories(
@@ -225,7 +225,7 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
             Query(min_length=1, max_length=2000, description="What to look for, in plain words."),
         ] = None,
         limit: Annotated[
-            int, Query(ge=1, le=100, description="How many results to return at most.")
+            QueryInt, Query(ge=1, le=100, description="How many results to return at most.")
         ] = 20,
         tags: Annotated[
             list[models.Tag] | None,
@@ -249,7 +249,7 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
             ),
         ] = None,
         include_superseded: Annotated[
-            bool, Query(description="Also return versions that a later change replaced.")
+            QueryBool, Query(description="Also return versions that a later change replaced.")
         ] = False,
         min_score: Annotated[
             float,

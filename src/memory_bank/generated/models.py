@@ -105,8 +105,18 @@ Content = Annotated[
     Field(
         min_length=1,
         max_length=8000,
-        pattern="[^\\s\\x1c-\\x1f]",
-        description="The knowledge itself, in plain words; not only whitespace.",
+        pattern=(
+            "[^\\x00-\\x20\\x7f-\\xa0\\xad\\u034f\\u0600-\\u0605\\u061c"
+            "\\u06dd\\u070f\\u0890\\u0891\\u08e2\\u115f\\u1160\\u1680\\"
+            "u17b4\\u17b5\\u180b-\\u180f\\u2000-\\u200f\\u2028-\\u202f"
+            "\\u205f-\\u2064\\u2066-\\u206f\\u2800\\u3000\\u3164\\ufe00"
+            "-\\ufe0f\\ufeff\\uffa0\\ufff9-\\ufffb]"
+        ),
+        description=(
+            "The knowledge itself, in plain words: at least one visible "
+            "character, not only whitespace, control or format "
+            "characters."
+        ),
     ),
 ]
 
@@ -415,6 +425,8 @@ class Problem(BaseModel):
         "permission_denied",
         "not_found",
         "method_not_allowed",
+        "not_acceptable",
+        "unsupported_media_type",
         "invalid_params",
         "payload_too_large",
         "conflict",

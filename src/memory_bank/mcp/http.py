@@ -39,9 +39,17 @@ from starlette.types import Message, Receive, Scope, Send
 
 from memory_bank.api.auth import RESOURCE_METADATA_PATH, bearer_token, challenged_principal, insufficient_scope
 from memory_bank.api.bodies import read_capped
-from memory_bank.api.problems import HttpRefusal, error_for_status, problem_response
+from memory_bank.api.problems import HttpRefusal, problem_response
 from memory_bank.capabilities.execute.outcome import Caller
-from memory_bank.errors import BackendUnavailable, DomainError, ErrorCode, PayloadTooLarge, PermissionDenied
+from memory_bank.errors import (
+    BackendUnavailable,
+    DomainError,
+    MethodNotAllowed,
+    NotAcceptable,
+    PayloadTooLarge,
+    PermissionDenied,
+    UnsupportedMediaType,
+)
 from memory_bank.mcp.envelope import EnvelopeError, check_envelope
 from memory_bank.mcp.exchange import CALL_TOOL, answer, answered_here
 from memory_bank.mcp.origins import AllowedOrigins
@@ -63,10 +71,6 @@ MAX_BODY_BYTES = 1024 * 1024
 
 def _too_large() -> PayloadTooLarge:
     return PayloadTooLarge(f"the JSON-RPC message is at most {MAX_BODY_BYTES} bytes")
-
-
-def _refusal(status: int, detail: str, headers: dict[str, str] | None = None) -> HttpRefusal:
-    return HttpRefusal(error_for_status(status, detail, ErrorCode.invalid_params), status=status, headers=headers)
 
 
 def _replaying(body: bytes, receive: Receive) -> Receive:
@@ -142,7 +146,8 @@ class McpHttp:
         try:
             self._check_addressed(request)
             if request.method != "POST":
-                raise _refusal(405, "MCP is served by POST only (stateless: no event stream, no session)", {"Allow": "POST"})
+                refused = MethodNotAllowed("MCP is served by POST only (stateless: no event stream, no session)")
+                raise HttpRefusal(refused, headers={"Allow": "POST"})
             caller = await self._authenticate(request)
             _check_media_types(request)
             body = await read_capped(request, MAX_BODY_BYTES, _too_large)
@@ -198,7 +203,7 @@ def _check_media_types(request: Request) -> None:
     """The body is JSON and the client takes JSON back (responses are never event streams here)."""
     content_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
     if content_type != "application/json":
-        raise _refusal(415, "send the JSON-RPC message with Content-Type: application/json")
+        raise UnsupportedMediaType("send the JSON-RPC message with Content-Type: application/json")
     accepts_json, _ = check_accept_headers(request)
     if not accepts_json:
-        raise _refusal(406, "responses are application/json; send Accept: application/json, text/event-stream")
+        raise NotAcceptable("responses are application/json; send Accept: application/json, text/event-stream")

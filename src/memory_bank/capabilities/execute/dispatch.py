@@ -73,7 +73,13 @@ class Refusal:
 
 
 def _text(value: Any) -> str:
-    """A path, query or header value as it goes on the wire (JSON spelling for non-strings)."""
+    """A path, query or header value as it goes on the wire (JSON spelling for non-strings).
+
+    A float with no fraction goes as the integer JSON Schema says it is (``5.0`` is ``5``):
+    the tool's schema took it as an integer, and a route reads a query integer only as digits.
+    """
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     return value if isinstance(value, str) else json.dumps(value)
 
 

@@ -1,0 +1,124 @@
+"""Media types and content codings: a body the service cannot read is refused with a code of its own.
+
+A 406 or 415 is not an argument that fails a schema, so neither is ``invalid_params``;
+and a compressed body is refused where it would have reached the JSON parser as bytes.
+REST and ``/mcp`` answer alike, on SQLite and MariaDB.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from memory_bank.errors import ErrorCode
+from support.clients import MakeToken
+
+PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+MCP_ACCEPT = "application/json, text/event-stream"
+MEMORY = json.dumps({"content": "the deploy key lives in the vault"}).encode()
+LINES = json.dumps({"content": "an imported fact"}).encode() + b"\n"
+#: A gzip bomb in miniature: 64 KiB on the wire, 64 MiB once inflated.
+BOMB = gzip.compress(b" " * (64 * 1024 * 1024), compresslevel=9)
+
+
+@pytest.fixture
+def local(app: FastAPI) -> Iterator[TestClient]:
+    """The app under a loopback name, which ``/mcp`` serves in development."""
+    with TestClient(app, base_url="http://127.0.0.1:8000") as client:
+        yield client
+
+
+@pytest.fixture
+def bearer(make_token: MakeToken) -> dict[str, str]:
+    return {"Authorization": f"Bearer {make_token('acme', 'ann', ['memory:read', 'memory:write', 'memory:admin'])}"}
+
+
+def problem(response: Any, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    document: dict[str, Any] = response.json()
+    assert document["status"] == status and document["code"] == code
+    return document
+
+
+def test_the_codes_are_in_the_enum_and_both_specs() -> None:
+    from memory_bank.generated.spec import SPEC
+
+    codes = SPEC["components"]["schemas"]["Problem"]["properties"]["code"]["enum"]
+    assert {"not_acceptable", "unsupported_media_type"} <= set(codes) == {c.value for c in ErrorCode}
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", ""])
+def test_mcp_answers_a_body_that_is_not_json_415_unsupported_media_type(local: TestClient, bearer, content_type) -> None:
+    headers = {**bearer, "Accept": MCP_ACCEPT, "Content-Type": content_type}
+    document = problem(local.post("/mcp", content=json.dumps(PING).encode(), headers=headers), 415, "unsupported_media_type")
+    assert "application/json" in document["detail"]
+
+
+def test_mcp_answers_a_client_that_takes_no_json_406_not_acceptable(local: TestClient, bearer) -> None:
+    document = problem(local.post("/mcp", json=PING, headers={**bearer, "Accept": "text/html"}), 406, "not_acceptable")
+    assert "application/json" in document["detail"]
+
+
+ENCODED = [("gzip", gzip.compress), ("deflate", zlib.compress), ("br", lambda body: body), ("GZIP, identity", gzip.compress)]
+
+
+@pytest.mark.parametrize(("coding", "encode"), ENCODED)
+def test_a_rest_body_in_a_content_coding_is_415_naming_it(local: TestClient, bearer, coding, encode) -> None:
+    headers = {**bearer, "Content-Type": "application/json", "Content-Encoding": coding}
+    for path, body in (("/v1/memory", MEMORY), ("/v1/memory/import", LINES)):
+        response = local.post(path, content=encode(body), headers=headers)
+        document = problem(response, 415, "unsupported_media_type")
+        assert coding.split(",")[0].strip().lower() in document["detail"]
+        assert response.headers["accept-encoding"] == "identity"
+    assert local.get("/v1/memory", headers=bearer).json()["items"] == []  # nothing was written
+
+
+@pytest.mark.parametrize(("coding", "encode"), ENCODED)
+def test_an_mcp_body_in_a_content_coding_is_415_naming_it(local: TestClient, bearer, coding, encode) -> None:
+    headers = {**bearer, "Accept": MCP_ACCEPT, "Content-Type": "application/json", "Content-Encoding": coding}
+    response = local.post("/mcp", content=encode(json.dumps(PING).encode()), headers=headers)
+    assert coding.split(",")[0].strip().lower() in problem(response, 415, "unsupported_media_type")["detail"]
+    assert response.headers["accept-encoding"] == "identity"
+
+
+def test_a_bomb_is_refused_unread_on_both_doors_and_only_after_the_token(local: TestClient, bearer) -> None:
+    gz = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+    problem(local.post("/v1/memory", content=BOMB, headers={**bearer, **gz}), 415, "unsupported_media_type")
+    problem(local.post("/mcp", content=BOMB, headers={**bearer, **gz, "Accept": MCP_ACCEPT}), 415, "unsupported_media_type")
+    problem(local.post("/v1/memory", content=BOMB, headers=gz), 401, "unauthorized")
+    problem(local.post("/mcp", content=BOMB, headers={**gz, "Accept": MCP_ACCEPT}), 401, "unauthorized")
+
+
+def test_a_coding_that_is_not_a_token_is_not_echoed(local: TestClient, bearer) -> None:
+    headers = {**bearer, "Content-Type": "application/json", "Content-Encoding": "<script>" + "x" * 200}
+    document = problem(local.post("/v1/memory", content=MEMORY, headers=headers), 415, "unsupported_media_type")
+    assert "<script>" not in document["detail"] and "xxxx" not in document["detail"]
+
+
+def test_identity_is_the_body_as_sent(local: TestClient, bearer) -> None:
+    headers = {**bearer, "Content-Type": "application/json", "Content-Encoding": "identity"}
+    assert local.post("/v1/memory", content=MEMORY, headers=headers).status_code == 201
+    mcp = local.post("/mcp", content=json.dumps(PING).encode(), headers={**headers, "Accept": MCP_ACCEPT})
+    assert mcp.status_code == 200 and mcp.json()["result"] == {}
+
+
+def test_every_operation_with_a_body_declares_the_415() -> None:
+    """A client generated from the spec knows the refusal above can answer any body it sends."""
+    from memory_bank.generated.spec import SPEC
+
+    with_body = [
+        (path, method, operation["responses"])
+        for path, item in SPEC["paths"].items()
+        for method, operation in item.items()
+        if isinstance(operation, dict) and "requestBody" in operation
+    ]
+    assert len(with_body) >= 7
+    assert [(p, m) for p, m, responses in with_body if "415" not in responses] == []

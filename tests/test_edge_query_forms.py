@@ -1,0 +1,115 @@
+"""A query integer is written ``-?[0-9]+`` and a query boolean ``true`` or ``false``, as the specs' form says.
+
+FastAPI's lax parsing took ``limit=+5``, ``limit= 5``, ``limit=5_0`` and ``include_schema=yes``,
+``on`` or ``1``: forms the OpenAPI spelling of a query value does not have, which another
+server of the same spec would refuse. Every generated route of both specs now refuses
+them with 422 ``invalid_params`` naming the parameter and the form it takes.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, example, given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
+
+from memory_bank.security.tokens import PERMISSIONS
+from memory_bank.settings import Settings
+from support.clients import MakeClient, MakeToken
+from support.mcp_live import call_tool
+from support.spec_queries import query_parameters
+
+INTEGERS = query_parameters(kind="integer")
+BOOLEANS = query_parameters(kind="boolean")
+#: A value every operation takes for ``q`` (the search needs one); the others ignore it.
+BASE = [("q", "garden")]
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    """A budget the property's few hundred requests in a minute do not spend."""
+    return Settings(database_url=database_url, rate_limit_rpm=100_000)
+
+
+@pytest.fixture
+def anyone(make_client: MakeClient) -> TestClient:
+    """A caller every operation admits: every permission, bound to an agent."""
+    return make_client("acme", "ann", PERMISSIONS)
+
+
+def refused(answer: object, name: str, form: str) -> None:
+    assert answer.status_code == 422, answer.text  # type: ignore[attr-defined]
+    problem = answer.json()  # type: ignore[attr-defined]
+    assert problem["code"] == "invalid_params"
+    errors = [e for e in problem["errors"] if e["field"] == f"/query/{name}"]
+    assert errors and errors[0]["rule"] == "type" and form in errors[0]["message"], problem
+
+
+def test_both_specs_have_integer_and_boolean_query_parameters() -> None:
+    assert {"listMemories", "getMemorySearch", "searchCapabilities", "listTokens", "listAgents"} == {op for op, *_ in INTEGERS}
+    assert {"searchCapabilities", "listTokens"} <= {op for op, *_ in BOOLEANS}
+
+
+@pytest.mark.parametrize("value", ["+5", " 5", "5 ", "5_0", "0x5", "5.0", "٥", "", "5\n"])
+@pytest.mark.parametrize(("operation", "method", "path", "name"), INTEGERS, ids=[f"{s[0]}-{s[3]}" for s in INTEGERS])
+def test_an_integer_in_another_form_is_422_naming_it(anyone: TestClient, operation, method, path, name, value) -> None:
+    refused(anyone.request(method, f"{path}?{urlencode([*BASE, (name, value)])}"), name, "digits")
+
+
+@pytest.mark.parametrize("value", ["yes", "no", "on", "off", "1", "0", "True", "FALSE", "t", ""])
+@pytest.mark.parametrize(("operation", "method", "path", "name"), BOOLEANS, ids=[f"{s[0]}-{s[3]}" for s in BOOLEANS])
+def test_a_boolean_in_another_form_is_422_naming_it(anyone: TestClient, operation, method, path, name, value) -> None:
+    refused(anyone.request(method, f"{path}?{urlencode([*BASE, (name, value)])}"), name, "true or false")
+
+
+@pytest.mark.parametrize(("operation", "method", "path", "name"), INTEGERS, ids=[f"{s[0]}-{s[3]}" for s in INTEGERS])
+def test_digits_with_an_optional_minus_are_an_integer(anyone: TestClient, operation, method, path, name) -> None:
+    """``05`` is 5, and ``-1`` is an integer the bounds then refuse (``minimum``), not a form error."""
+    assert anyone.request(method, f"{path}?{urlencode([*BASE, (name, '05')])}").status_code == 200
+    below = anyone.request(method, f"{path}?{urlencode([*BASE, (name, '-1')])}")
+    assert below.status_code == 422 and [e["rule"] for e in below.json()["errors"]] == ["minimum"]
+
+
+@pytest.mark.parametrize(("operation", "method", "path", "name"), BOOLEANS, ids=[f"{s[0]}-{s[3]}" for s in BOOLEANS])
+def test_true_and_false_are_a_boolean(anyone: TestClient, operation, method, path, name) -> None:
+    for value in ("true", "false"):
+        assert anyone.request(method, f"{path}?{urlencode([*BASE, (name, value)])}").status_code == 200
+
+
+def test_the_token_is_checked_before_the_form(client: TestClient) -> None:
+    answer = client.get("/v1/memory?limit=+5")
+    assert answer.status_code == 401 and answer.json()["code"] == "unauthorized"
+
+
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
+@examples(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parameter=st.sampled_from(INTEGERS), value=st.text(st.characters(codec="utf-8"), max_size=12))
+@example(parameter=INTEGERS[0], value="+5")
+@example(parameter=INTEGERS[0], value="\x00")
+@example(parameter=INTEGERS[0], value="9" * 5000)
+def test_any_string_but_digits_is_422_and_never_500(anyone: TestClient, parameter, value: str) -> None:
+    """For every generated integer query parameter: not ``-?[0-9]+`` is 422 naming it; nothing is a 500."""
+    _, method, path, name = parameter
+    answer = anyone.request(method, f"{path}?{urlencode([*BASE, (name, value)])}")
+    assert answer.status_code < 500, answer.text
+    if not _INTEGER.fullmatch(value):
+        refused(answer, name, "digits")
+    else:
+        assert answer.status_code in (200, 422)
+
+
+@pytest.mark.parametrize(("query", "accepted"), [({"limit": 5}, True), ({"limit": 5.0}, True), ({"limit": 5.5}, False), ({"include_superseded": True}, True)])
+def test_mcp_arguments_stay_typed_json(app: FastAPI, make_token: MakeToken, query: dict[str, Any], accepted: bool) -> None:
+    """A tool call's query is JSON checked against the tool's schema, where ``5.0`` is an integer:
+    it reaches the route as ``5``, not in a form the route refuses."""
+    with TestClient(app, base_url="http://127.0.0.1") as local:
+        result = call_tool(local, make_token("acme", "ann"), "execute_capability", {"name": "listMemories", "query": query})
+    assert result["isError"] is not accepted, result
