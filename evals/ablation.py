@@ -15,8 +15,8 @@ Verdict per component: it *helps* a source when switching it off costs more than
 tolerance in MRR, *hurts* when switching it off gains more than that, else it is inert
 there. It stays when it helps at least two sources and hurts none.
 
-``--loso`` chooses the parameters (each field weight, the API share, the method-mismatch
-and question-fallback shares, BM25's k1 and b) one at a time around the shipped values from
+``--loso`` chooses the parameters (each field weight, the API share, the question-fallback
+share, BM25's k1 and b) one at a time around the shipped values from
 :data:`GRID`: for each source, the value with the best mean MRR over the *other* sources
 (sources weigh the same, ties: the shipped value, then grid order); printed with the
 held-out source's MRR at that value and at the shipped one, and the value best over
@@ -50,7 +50,6 @@ GRID: Mapping[str, Sequence[float]] = {
     **{name: (0.0, 0.5, 1.0, 2.0, 3.0) for name in Ranking().field_weights},
     "api_weight": (0.0, 0.1, 0.25, 0.4),
     "example_weight": (0.0, 0.2, 0.35, 0.5),
-    "mismatch_weight": (0.0, 0.05, 0.1, 0.2),
     "fallback_weight": (0.0, 0.01, 0.03, 0.1),
     "k1": (1.2, 2.0, 3.0, 4.0),
     "b": (0.3, 0.5, 0.75, 0.9),

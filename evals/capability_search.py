@@ -72,7 +72,6 @@ SWITCHES: Mapping[str, Mapping[str, Any]] = {
     "example_requests": {"example_weight": 0.0},
     "word_pairs": {"word_pairs": False},
     "question_fallback": {"fallback_weight": 0.0},
-    "method_intent": {"mismatch_weight": 0.0},
     "request_steps": {"request_steps": False},
     "safety": {"safety": False},
     "example_intents": {"example_intents": False},

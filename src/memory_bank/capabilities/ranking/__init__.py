@@ -3,7 +3,8 @@ split by job so each piece can be read and tested alone:
 
 * ``search``            - ``CapabilitySearch`` / ``Match``: the public API; fuses the signals.
 * ``fields``            - which text of a capability is searched, in which field, at what weight.
-* ``method_intent``     - the request's verbs rule out operations of other HTTP methods.
+* ``example_requests``  - the spec's examples as a collection of requests.
+* ``example_intents``   - a classifier trained on those examples.
 * ``question_fallback`` - a question no operation names reaches a question-answering one.
 * ``request_steps``     - a request of several steps gets its last step's operation first.
 * ``safety``            - what the annotations say may not come first for a request.

@@ -32,14 +32,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memory_bank.capabilities.ranking.method_intent import METHOD_VERBS
-
 __all__ = ["CHANGE", "REMOVAL", "Hazard", "Request", "asked_verbs", "asks_question"]
 
 #: Verbs that order a removal, in their base form.
 REMOVAL = frozenset("remove delete forget erase wipe drop purge discard clear cancel revoke destroy".split())
-#: Verbs that order a change of any kind: removals and the verbs of the writing methods.
-CHANGE = REMOVAL | frozenset(" ".join(METHOD_VERBS[m] for m in ("POST", "PUT", "PATCH", "DELETE")).split())
+#: Verbs that order a change of any kind: removals and what the writing methods do, in request
+#: words (RFC 9110 section 9.3: POST, PUT, PATCH).
+CHANGE = REMOVAL | frozenset("create add submit send make update replace modify change edit".split())
 
 #: A sentence that opens with a question word or an auxiliary verb ("what ...", "is
 #: there ..."). Not a modal: "can you ...", "could you ..." are the polite form of an

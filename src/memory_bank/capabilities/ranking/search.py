@@ -23,9 +23,7 @@ action word somewhere, and only counted over requests is "delete" specific. A cl
 trained on the examples re-shapes that score (:mod:`example_intents`). A request
 phrased as a question then mixes in a small share of how well each operation says it
 answers questions (:mod:`question_fallback`), so a question that no operation names
-reaches a question-answering one. An operation whose method the request's verbs rule out ("fetch
-my profile" vs. ``PUT /updateUserProfile``) loses a fifth of its score
-(:mod:`method_intent`). A request that states several steps gets the operation of its
+reaches a question-answering one. A request that states several steps gets the operation of its
 last step first when that operation is a close contender (:mod:`request_steps`). Last,
 the first place goes to the best operation whose annotations the request allows: no
 deletion unless it asks to remove something, no write for a question (:mod:`safety`).
@@ -50,7 +48,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory_bank.capabilities.ranking import method_intent, request_steps, safety
+from memory_bank.capabilities.ranking import request_steps, safety
 from memory_bank.capabilities.ranking.example_requests import EXAMPLE_WEIGHT, ExampleRequests
 from memory_bank.capabilities.ranking.fields import FIELD_WEIGHTS, api_terms, fields
 from memory_bank.capabilities.ranking.question_fallback import ANSWER_TERMS, FALLBACK_WEIGHT, asks_question
@@ -97,9 +95,8 @@ class Ranking:
     example_weight: float = EXAMPLE_WEIGHT
     #: Whether the request's adjacent word pairs are query terms.
     word_pairs: bool = True
-    #: :mod:`question_fallback`'s and :mod:`method_intent`'s weights; 0 switches them off.
+    #: :mod:`question_fallback`'s weight; 0 switches it off.
     fallback_weight: float = FALLBACK_WEIGHT
-    mismatch_weight: float = method_intent.MISMATCH_WEIGHT
     #: :mod:`request_steps`, :mod:`safety`.
     request_steps: bool = True
     safety: bool = True
@@ -144,10 +141,8 @@ class CapabilitySearch:
             pooled[source] += api_terms(capability)
         self._apis = BM25F([{"api": words} for words in pooled], {"api": 1.0}, k1=ranking.k1, b=ranking.b)
         self._examples = ExampleRequests(self._capabilities, intents=ranking.example_intents)
-        self._actions = [method_intent.actions(c) for c in self._capabilities]
         self._hazards = [safety.Hazard.of(c) for c in self._capabilities]
         self._answers = self._operations.scores(ANSWER_TERMS)
-        self._factors: dict[frozenset[str], list[float]] = {}
         texts = [capability_texts(c) for c in self._capabilities]
         self._semantic = SemanticIndex(embedder, texts, vectors=vectors) if embedder and texts else None
 
@@ -187,9 +182,6 @@ class CapabilitySearch:
         fallback = ranking.fallback_weight
         if fallback > 0 and asks_question(query):
             scores = [(1 - fallback) * own + fallback * answers for own, answers in zip(scores, self._answers)]
-        wanted = method_intent.intent(words, query) if ranking.mismatch_weight > 0 else frozenset()
-        if wanted:
-            scores = [own * factor for own, factor in zip(scores, self._intent_factors(wanted))]
         if self._semantic is not None:
             scores = fuse(scores, self._semantic.scores(query), *self._fusion)
         ranked = self._best(scores, max(limit, request_steps.WINDOW), accept)
@@ -235,16 +227,6 @@ class CapabilitySearch:
             if fit[doc_id] == best and same_api and score >= request_steps.NEAR * top:
                 return [(doc_id, top), *ranked[:position], *ranked[position + 1 :]]
         return ranked
-
-    def _intent_factors(self, wanted: frozenset[str]) -> list[float]:
-        """Per capability, 1 if it performs one of the ``wanted`` methods, else ``1 -
-        mismatch_weight``. Built once per intent (a set of HTTP methods, so a handful): a
-        set intersection per operation per query is a large part of a query on a big catalog."""
-        factors = self._factors.get(wanted)
-        if factors is None:
-            mismatch = 1 - self._ranking.mismatch_weight
-            factors = self._factors[wanted] = [1.0 if actions & wanted else mismatch for actions in self._actions]
-        return factors
 
     def _best(self, scores: Sequence[float], limit: int, accept: Callable[[Capability], bool] | None) -> list[Ranked]:
         """The ``limit`` best accepted capabilities as ``(doc_id, score)``, ties in catalog order.
