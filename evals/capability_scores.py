@@ -99,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     embedder = requested_embedder(parser, args)
     firsts = {name: first_results(queries, root, embedder) for name, (queries, root) in SOURCES.items()}
     folds = leave_one_source_out(firsts)
-    threshold = statistics.median(cut for cut, _ in folds.values())
+    threshold = round(statistics.median(cut for cut, _ in folds.values()), 4)
     rows: list[dict[str, Any]] = []
     for name, results in firsts.items():
         right, wrong = [s for s, ok in results if ok], [s for s, ok in results if not ok]
