@@ -1,4 +1,5 @@
-"""A query integer is written ``-?[0-9]+`` and a query boolean ``true`` or ``false``, as the specs' form says.
+"""A query integer is written ``-?[0-9]+``, a query number as JSON writes one and a query boolean
+``true`` or ``false``, as the specs' form says.
 
 FastAPI's lax parsing took ``limit=+5``, ``limit= 5``, ``limit=5_0`` and ``include_schema=yes``,
 ``on`` or ``1``: forms the OpenAPI spelling of a query value does not have, which another
@@ -76,6 +77,17 @@ def test_digits_with_an_optional_minus_are_an_integer(anyone: TestClient, operat
     assert below.status_code == 422 and [e["rule"] for e in below.json()["errors"]] == ["minimum"]
 
 
+@pytest.mark.parametrize("value", ["9" * 4301, "9" * 5000, "-" + "9" * 5000])
+@pytest.mark.parametrize(("operation", "method", "path", "name"), INTEGERS, ids=[f"{s[0]}-{s[3]}" for s in INTEGERS])
+def test_an_integer_of_thousands_of_digits_is_out_of_bounds(anyone: TestClient, operation, method, path, name, value) -> None:
+    """Digits past what the parser reads are still an integer, beyond every bound: ``maximum``
+    or ``minimum`` as for 20 digits, not the parser's own name for its limit."""
+    answer = anyone.request(method, f"{path}?{urlencode([*BASE, (name, value)])}")
+    assert answer.status_code == 422, answer.text
+    rule = "minimum" if value.startswith("-") else "maximum"
+    assert [(e["field"], e["rule"]) for e in answer.json()["errors"]] == [(f"/query/{name}", rule)], answer.text
+
+
 @pytest.mark.parametrize(("operation", "method", "path", "name"), BOOLEANS, ids=[f"{s[0]}-{s[3]}" for s in BOOLEANS])
 def test_true_and_false_are_a_boolean(anyone: TestClient, operation, method, path, name) -> None:
     for value in ("true", "false"):
@@ -113,3 +125,4 @@ def test_mcp_arguments_stay_typed_json(app: FastAPI, make_token: MakeToken, quer
     with TestClient(app, base_url="http://127.0.0.1") as local:
         result = call_tool(local, make_token("acme", "ann"), "execute_capability", {"name": "listMemories", "query": query})
     assert result["isError"] is not accepted, result
+

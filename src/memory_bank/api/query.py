@@ -50,12 +50,27 @@ def single_valued(*names: str, headers: tuple[str, ...] = ()) -> Callable[[Reque
 
 
 _INTEGER = re.compile(r"-?[0-9]+")
+#: The most significant digits pydantic reads as an integer; past them it names its own limit.
+_MOST_DIGITS = 4300
 
 
 def _integer_form(value: object) -> object:
-    """A query string value is an integer only as ``-?[0-9]+``; pydantic then reads it (and the bounds apply)."""
-    if isinstance(value, str) and not _INTEGER.fullmatch(value):
+    """A query string value is an integer only as ``-?[0-9]+``; pydantic then reads it (and the bounds apply).
+
+    Digits past what pydantic reads are an integer too, beyond every bound of the specs: they
+    fail ``maximum`` (``minimum`` with a minus) like twenty digits do, where pydantic's
+    ``int_parsing_size`` reached the caller as the rule.
+    """
+    if not isinstance(value, str):
+        return value
+    if not _INTEGER.fullmatch(value):
         raise PydanticCustomError("int_parsing", "an integer is written as digits with an optional leading minus, e.g. 5")
+    if len(value.lstrip("-").lstrip("0")) > _MOST_DIGITS:
+        negative = value.startswith("-")
+        raise PydanticCustomError(
+            "greater_than_equal" if negative else "less_than_equal",
+            f"an integer of more than {_MOST_DIGITS} digits is out of range",
+        )
     return value
 
 
