@@ -5,6 +5,8 @@ or Redis is refused before anything starts, and the port is bound before a devel
 token is printed, so a port already in use fails with one line instead of handing out a
 token for a server that never ran. The public URL follows the bound address unless
 ``MEMORY_BANK_PUBLIC_URL`` is set, so the 401 challenge points where clients connect.
+The capability search is built before uvicorn serves (``ready_capability_search``), so no
+first search trains on the event loop while other requests wait.
 """
 
 from __future__ import annotations
