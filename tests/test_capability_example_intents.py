@@ -74,3 +74,31 @@ def test_a_catalog_with_too_many_operations_with_examples_ranks_by_the_count_alo
     request = "remember that my sister lives in Oslo"
     assert ExampleRequests(many).scores(request) == ExampleRequests(many, intents=False).scores(request)
     assert ExampleRequests(many[:MOST_OPERATIONS]).scores(request) != ExampleRequests(many[:MOST_OPERATIONS], intents=False).scores(request)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(st.characters(exclude_categories=()), max_size=200))
+def test_the_search_never_raises_on_text_it_was_not_trained_for(request: str) -> None:
+    """Any str, lone surrogates, NUL and format characters included (stdio and in-process
+    callers can pass them): n-grams the classifier never saw make a zero row, not an error."""
+    for match in CapabilitySearch(EXPOSED).search(request, limit=20):
+        assert 0.0 <= match.score <= 1.0
+
+
+def test_an_operation_whose_examples_have_no_word_ranks_as_one_without_examples() -> None:
+    """Blank examples ("", "  ", a tab) or ones with no word ("!!!", an emoji) say nothing about the
+    operation: it keeps its own score, where the examples' share of 0 cost it a third of it."""
+    wordless = {**EXPOSED[0], "examples": ["", "   ", "\t", "!!!", "🧠"]}
+    stripped = _stripped(EXPOSED[0])
+    request = EXPOSED[0]["title"]
+    rest = list(EXPOSED[1:])
+    assert _ranked(CapabilitySearch([wordless, *rest]), request) == _ranked(CapabilitySearch([stripped, *rest]), request)
+
+
+def test_two_operations_with_the_same_examples_train_and_split_their_evidence() -> None:
+    """Identical texts under two labels are a tie for the classifier, not a failure to train."""
+    twins = [{**EXPOSED[0], "name": "first"}, {**EXPOSED[0], "name": "second"}]
+    index = CapabilitySearch(twins)
+    ranked = _ranked(index, "remember that I like tea")
+    assert [name for name, _ in ranked] == ["first", "second"] and ranked[0][1] == ranked[1][1]
+    assert _ranked(index, "\u200f\u0000") == []

@@ -87,6 +87,11 @@ def test_the_start_line_says_profile_version_database_limiter_and_public_url(ser
     assert "rate limits in-process" in start_line and f"public URL {served.url}" in start_line
 
 
+def test_the_capability_search_is_built_before_serving_and_says_what_it_cost(served: Served) -> None:
+    (line,) = [line for line in served.stderr().splitlines() if "capability search ready" in line]
+    assert "4 indexes" in line and " s" in line, line
+
+
 def test_a_new_user_gets_a_working_token_and_the_data_lands_in_the_user_data_directory(served: Served) -> None:
     token = development_token(served.stderr())
     saved = httpx.post(served.url + "/v1/memory", json={"content": "first memory"}, headers={"Authorization": f"Bearer {token}"})

@@ -62,6 +62,20 @@ def test_mcp_answers_a_body_that_is_not_json_415_unsupported_media_type(local: T
     assert "application/json" in document["detail"]
 
 
+CALL = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search_capabilities", "arguments": {"query": "save"}}}
+
+
+@pytest.mark.parametrize("content_type", ["APPLICATION/JSON", "Application/Json; charset=UTF-8", "application/json ; charset=utf-8"])
+@pytest.mark.parametrize("message", [PING, CALL], ids=["to-the-sdk", "answered-here"])
+def test_mcp_reads_a_json_media_type_in_any_case_whoever_answers(local: TestClient, bearer, content_type, message) -> None:
+    """A media type is case-insensitive (RFC 9110 8.3.1), and the check here says so; the SDK's own
+    check did not, so a ping or tools/list in upper case got its JSON-RPC 415 where a tool call
+    (answered here) got 200."""
+    headers = {**bearer, "Accept": MCP_ACCEPT, "Content-Type": content_type}
+    answer = local.post("/mcp", content=json.dumps(message).encode(), headers=headers)
+    assert answer.status_code == 200 and "result" in answer.json(), answer.text
+
+
 def test_mcp_answers_a_client_that_takes_no_json_406_not_acceptable(local: TestClient, bearer) -> None:
     document = problem(local.post("/mcp", json=PING, headers={**bearer, "Accept": "text/html"}), 406, "not_acceptable")
     assert "application/json" in document["detail"]

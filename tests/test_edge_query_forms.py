@@ -1,4 +1,5 @@
-"""A query integer is written ``-?[0-9]+`` and a query boolean ``true`` or ``false``, as the specs' form says.
+"""A query integer is written ``-?[0-9]+``, a query number as JSON writes one and a query boolean
+``true`` or ``false``, as the specs' form says.
 
 FastAPI's lax parsing took ``limit=+5``, ``limit= 5``, ``limit=5_0`` and ``include_schema=yes``,
 ``on`` or ``1``: forms the OpenAPI spelling of a query value does not have, which another
@@ -27,6 +28,7 @@ from support.spec_queries import query_parameters
 
 INTEGERS = query_parameters(kind="integer")
 BOOLEANS = query_parameters(kind="boolean")
+NUMBERS = query_parameters(kind="number")
 #: A value every operation takes for ``q`` (the search needs one); the others ignore it.
 BASE = [("q", "garden")]
 
@@ -76,6 +78,35 @@ def test_digits_with_an_optional_minus_are_an_integer(anyone: TestClient, operat
     assert below.status_code == 422 and [e["rule"] for e in below.json()["errors"]] == ["minimum"]
 
 
+@pytest.mark.parametrize("value", ["9" * 4301, "9" * 5000, "-" + "9" * 5000])
+@pytest.mark.parametrize(("operation", "method", "path", "name"), INTEGERS, ids=[f"{s[0]}-{s[3]}" for s in INTEGERS])
+def test_an_integer_of_thousands_of_digits_is_out_of_bounds(anyone: TestClient, operation, method, path, name, value) -> None:
+    """Digits past what the parser reads are still an integer, beyond every bound: ``maximum``
+    or ``minimum`` as for 20 digits, not the parser's own name for its limit."""
+    answer = anyone.request(method, f"{path}?{urlencode([*BASE, (name, value)])}")
+    assert answer.status_code == 422, answer.text
+    rule = "minimum" if value.startswith("-") else "maximum"
+    assert [(e["field"], e["rule"]) for e in answer.json()["errors"]] == [(f"/query/{name}", rule)], answer.text
+
+
+def test_both_specs_have_a_number_query_parameter() -> None:
+    assert {("getMemorySearch", "min_score")} <= {(op, name) for op, _, _, name in NUMBERS}
+
+
+@pytest.mark.parametrize("value", ["+0.5", " 0.5", "0.5 ", "0_5", "1_0", ".5", "5.", "0x1", "1e", "nan", "NaN", "inf", "-Infinity", "٠.5", ""])
+@pytest.mark.parametrize(("operation", "method", "path", "name"), NUMBERS, ids=[f"{s[0]}-{s[3]}" for s in NUMBERS])
+def test_a_number_in_another_form_is_422_naming_it(anyone: TestClient, operation, method, path, name, value) -> None:
+    """pydantic's lax float read ``1_0`` as 10, `` 1`` as 1 and ``nan`` as a number; JSON's grammar has none of them."""
+    refused(anyone.request(method, f"{path}?{urlencode([*BASE, (name, value)])}"), name, "JSON")
+
+
+@pytest.mark.parametrize("value", ["0", "1", "0.5", "-0", "5e-1", "1E-2", "0.25e+0", "00.5"])
+@pytest.mark.parametrize(("operation", "method", "path", "name"), NUMBERS, ids=[f"{s[0]}-{s[3]}" for s in NUMBERS])
+def test_a_number_as_json_writes_it_is_read(anyone: TestClient, operation, method, path, name, value) -> None:
+    """What a JSON encoder writes (and, as for integers, leading zeros) is a number; bounds apply after."""
+    assert anyone.request(method, f"{path}?{urlencode([*BASE, (name, value)])}").status_code == 200
+
+
 @pytest.mark.parametrize(("operation", "method", "path", "name"), BOOLEANS, ids=[f"{s[0]}-{s[3]}" for s in BOOLEANS])
 def test_true_and_false_are_a_boolean(anyone: TestClient, operation, method, path, name) -> None:
     for value in ("true", "false"):
@@ -113,3 +144,22 @@ def test_mcp_arguments_stay_typed_json(app: FastAPI, make_token: MakeToken, quer
     with TestClient(app, base_url="http://127.0.0.1") as local:
         result = call_tool(local, make_token("acme", "ann"), "execute_capability", {"name": "listMemories", "query": query})
     assert result["isError"] is not accepted, result
+
+
+_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+
+
+@examples(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parameter=st.sampled_from(NUMBERS), value=st.text(st.characters(codec="utf-8"), max_size=12))
+@example(parameter=NUMBERS[0], value="1_0")
+@example(parameter=NUMBERS[0], value="9" * 5000)
+@example(parameter=NUMBERS[0], value="1e99999")
+def test_any_string_but_a_json_number_is_422_and_never_500(anyone: TestClient, parameter, value: str) -> None:
+    """For every generated number query parameter: not a JSON number is 422 naming it; nothing is a 500."""
+    _, method, path, name = parameter
+    answer = anyone.request(method, f"{path}?{urlencode([*BASE, (name, value)])}")
+    assert answer.status_code < 500, answer.text
+    if not _NUMBER.fullmatch(value):
+        refused(answer, name, "JSON")
+    else:
+        assert answer.status_code in (200, 422)

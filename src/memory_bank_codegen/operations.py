@@ -20,9 +20,9 @@ from memory_bank_codegen.refs import deref
 
 JSON = "application/json"
 
-#: How the routes read a query's integers and booleans: only in the spec's form
-#: (``memory_bank.api.query``), where pydantic alone would take ``+5`` or ``yes``.
-QUERY_SCALARS = {**SCALARS, "integer": "QueryInt", "boolean": "QueryBool"}
+#: How the routes read a query's integers, numbers and booleans: only in the spec's form
+#: (``memory_bank.api.query``), where pydantic alone would take ``+5``, ``1_0`` or ``yes``.
+QUERY_SCALARS = {**SCALARS, "integer": "QueryInt", "number": "QueryNumber", "boolean": "QueryBool"}
 
 
 @dataclass(frozen=True)

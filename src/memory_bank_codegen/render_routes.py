@@ -3,7 +3,7 @@
 Each route authenticates first (a dependency, so a bad token is 401 before a bad body is
 422), refuses a repeated query parameter or header the spec declares single-valued
 (``api.query``: FastAPI would take one of the values), lets FastAPI validate path, query
-and header against bounds copied from the spec (a query integer or boolean only in the
+and header against bounds copied from the spec (a query integer, number or boolean only in the
 spec's form, ``api.query.QueryInt``), then reads the body itself, capped at what its schema admits: a body declared to
 FastAPI would be read whole before the token is checked. It calls the interface
 method and renders its ``Reply`` with the statuses the spec declares. Routes are
@@ -30,7 +30,7 @@ def _imports(interface: str, interface_module: str) -> ImportGroups:
         {
             "memory_bank.api.auth": ("Authorize",),
             "memory_bank.api.bodies": ("read_json_body", "read_text_body", "render_reply"),
-            "memory_bank.api.query": ("QueryBool", "QueryInt", "single_valued"),
+            "memory_bank.api.query": ("QueryBool", "QueryInt", "QueryNumber", "single_valued"),
             "memory_bank.generated": ("models",),
             f"memory_bank.generated.{interface_module}": (interface,),
             "memory_bank.security.principal": ("Principal",),

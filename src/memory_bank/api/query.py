@@ -9,13 +9,14 @@ are not arrays; an array (``tags``) is repeated by design. A header such as
 ``Idempotency-Key`` is the same case: FastAPI hands a scalar ``Header`` the first of two
 copies, so two keys on one write were one reading here and perhaps another at a proxy.
 
-The other: a query integer or boolean comes in the form the spec's serialization has.
-pydantic's lax parsing read ``limit=+5``, ``limit= 5``, ``limit=5_0`` and
-``include_schema=yes`` (or ``on``, ``1``, ``True``); OpenAPI writes an integer as digits
-with an optional minus and a boolean as ``true`` or ``false``, and a client that sent
-another form works here and nowhere else. The generated routes type such parameters
-``QueryInt`` and ``QueryBool``; MCP arguments arrive typed (JSON) and are spelled in
-these forms when dispatched (``capabilities.execute.dispatch``).
+The other: a query integer, number or boolean comes in the form the spec's serialization has.
+pydantic's lax parsing read ``limit=+5``, ``limit= 5``, ``limit=5_0``, ``min_score=1_0``
+(as 10), ``min_score=nan`` and ``include_schema=yes`` (or ``on``, ``1``, ``True``); OpenAPI
+writes an integer as digits with an optional minus, a number as JSON does and a boolean as
+``true`` or ``false``, and a client that sent another form works here and nowhere else.
+The generated routes type such parameters ``QueryInt``, ``QueryNumber`` and ``QueryBool``;
+MCP arguments arrive typed (JSON) and are spelled in these forms when dispatched
+(``capabilities.execute.dispatch``).
 """
 
 from __future__ import annotations
@@ -50,12 +51,36 @@ def single_valued(*names: str, headers: tuple[str, ...] = ()) -> Callable[[Reque
 
 
 _INTEGER = re.compile(r"-?[0-9]+")
+#: JSON's number, but with leading zeros as for integers (``05``): what an encoder writes for a float.
+_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+#: The most significant digits pydantic reads as an integer; past them it names its own limit.
+_MOST_DIGITS = 4300
 
 
 def _integer_form(value: object) -> object:
-    """A query string value is an integer only as ``-?[0-9]+``; pydantic then reads it (and the bounds apply)."""
-    if isinstance(value, str) and not _INTEGER.fullmatch(value):
+    """A query string value is an integer only as ``-?[0-9]+``; pydantic then reads it (and the bounds apply).
+
+    Digits past what pydantic reads are an integer too, beyond every bound of the specs: they
+    fail ``maximum`` (``minimum`` with a minus) like twenty digits do, where pydantic's
+    ``int_parsing_size`` reached the caller as the rule.
+    """
+    if not isinstance(value, str):
+        return value
+    if not _INTEGER.fullmatch(value):
         raise PydanticCustomError("int_parsing", "an integer is written as digits with an optional leading minus, e.g. 5")
+    if len(value.lstrip("-").lstrip("0")) > _MOST_DIGITS:
+        negative = value.startswith("-")
+        raise PydanticCustomError(
+            "greater_than_equal" if negative else "less_than_equal",
+            f"an integer of more than {_MOST_DIGITS} digits is out of range",
+        )
+    return value
+
+
+def _number_form(value: object) -> object:
+    """A query string value is a number only as JSON writes one (no ``1_0``, `` 1``, ``nan``, ``inf``)."""
+    if isinstance(value, str) and not _NUMBER.fullmatch(value):
+        raise PydanticCustomError("float_parsing", "a number is written as JSON writes one, e.g. 0.5 or 1e-3")
     return value
 
 
@@ -66,6 +91,7 @@ def _boolean_form(value: object) -> object:
     return value
 
 
-#: The query parameter types of the generated routes for the spec's ``integer`` and ``boolean``.
+#: The query parameter types of the generated routes for the spec's ``integer``, ``number`` and ``boolean``.
 QueryInt = Annotated[int, BeforeValidator(_integer_form)]
+QueryNumber = Annotated[float, BeforeValidator(_number_form)]
 QueryBool = Annotated[bool, BeforeValidator(_boolean_form)]

@@ -75,6 +75,15 @@ class CapabilityRegistry:
         """The capabilities a caller with these permissions may use, in catalog order."""
         return [c for c in self._capabilities if allows(c["policy"]["permission"])]
 
+    @property
+    def indexes(self) -> int:
+        """How many ranking indexes are built (one per set of callable operations searched or prepared)."""
+        return len(self._searches)
+
+    def prepare(self, allows: Allows) -> None:
+        """Build now the index the first search by a caller with these permissions would build."""
+        self._index(allows)
+
     def _index(self, allows: Allows) -> CapabilitySearch:
         """The ranking index over what the caller may use, built once per set of callable operations.
 

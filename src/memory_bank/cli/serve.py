@@ -5,14 +5,18 @@ or Redis is refused before anything starts, and the port is bound before a devel
 token is printed, so a port already in use fails with one line instead of handing out a
 token for a server that never ran. The public URL follows the bound address unless
 ``MEMORY_BANK_PUBLIC_URL`` is set, so the 401 challenge points where clients connect.
+The capability search is built before uvicorn serves (``ready_capability_search``), so no
+first search trains on the event loop while other requests wait.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
+import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 import uvicorn
@@ -23,6 +27,11 @@ from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.settings import Profile, Settings, start_refusals
 from memory_bank.store.tokens import TokenStore
 
+if TYPE_CHECKING:
+    from memory_bank.capabilities.registry import CapabilityRegistry
+
+#: The logger of the capability search's start-up line.
+CAPABILITIES_LOGGER = "memory_bank.capabilities"
 #: Where versions before the user-data-directory default kept the embedded database.
 OLD_DATABASE = Path("memory-bank.db")
 
@@ -63,6 +72,19 @@ def point_at_old_database(config: Settings) -> None:
         )
 
 
+def ready_capability_search(registry: CapabilityRegistry) -> None:
+    """Build the search indexes before the first request (``capabilities.warm_up``) and log the cost:
+    clients that connect meanwhile wait in the listen queue, where they waited on a first search."""
+    from memory_bank.capabilities.warm_up import warm_up  # with create_app: the web stack's
+
+    started = time.perf_counter()
+    indexes = warm_up(registry)
+    seconds = round(time.perf_counter() - started, 2)
+    logging.getLogger(CAPABILITIES_LOGGER).info(
+        f"capability search ready: {indexes} indexes in {seconds} s", extra={"fields": {"indexes": indexes, "seconds": seconds}}
+    )
+
+
 def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port to listen on.")] = 8000,
@@ -82,5 +104,6 @@ def serve(
         if config.env is Profile.development:
             point_at_old_database(config)
             _bootstrap_dev_token(app.state.tokens, config.public_url)
+        ready_capability_search(app.state.capabilities)
     # Logging is the app's (create_app configured it): uvicorn must not install its own.
     uvicorn.Server(uvicorn.Config(app, log_config=None)).run(sockets=[listener])

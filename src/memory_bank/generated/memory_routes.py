@@ -8,7 +8,7 @@ from fastapi.responses import Response
 
 from memory_bank.api.auth import Authorize
 from memory_bank.api.bodies import read_json_body, read_text_body, render_reply
-from memory_bank.api.query import QueryBool, QueryInt, single_valued
+from memory_bank.api.query import QueryBool, QueryInt, QueryNumber, single_valued
 from memory_bank.generated import models
 from memory_bank.generated.memory_interface import MemoryBankApi
 from memory_bank.security.principal import Principal
@@ -252,7 +252,7 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
             QueryBool, Query(description="Also return versions that a later change replaced.")
         ] = False,
         min_score: Annotated[
-            float,
+            QueryNumber,
             Query(
                 ge=0, le=1, description="Leave out results scoring below this relevance (0 to 1)."
             ),

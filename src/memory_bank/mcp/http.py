@@ -83,6 +83,17 @@ def _replaying(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
+def _media_type_as_checked(scope: Scope) -> Scope:
+    """``scope`` with its Content-Type in the lower case the SDK compares it in.
+
+    A media type is case-insensitive (RFC 9110 §8.3.1) and ``_check_media_types`` reads it so;
+    the SDK's own check does not, and answered ``APPLICATION/JSON`` with its JSON-RPC 415 for
+    every message but the tool calls answered here.
+    """
+    headers = [(name, value.lower() if name == b"content-type" else value) for name, value in scope["headers"]]
+    return {**scope, "headers": headers}
+
+
 def _caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
     """The caller ``McpHttp`` authenticated, from the HTTP request this message came in."""
     if ctx.request is None:
@@ -167,7 +178,7 @@ class McpHttp:
             response = await answer(self._server, self._lifespan_state, tool_call, request)
             await response(scope, receive, send)
             return
-        await self._manager.handle_request(scope, _replaying(body, receive), send)
+        await self._manager.handle_request(_media_type_as_checked(scope), _replaying(body, receive), send)
 
     def _check_addressed(self, request: Request) -> None:
         """Refuse a request whose Host or Origin names another site (a rebound DNS name)."""

@@ -89,18 +89,17 @@ class TextIntents:
         self._intents = intents
 
     @classmethod
-    def fit(cls, capabilities: Sequence[Mapping[str, Any]]) -> TextIntents | None:
-        """Trained on the title, description and examples of each capability that has examples;
-        None when :meth:`ExampleIntents.fit` trains none."""
+    def fit(cls, capabilities: Sequence[Mapping[str, Any]], examples: Sequence[Sequence[str]]) -> TextIntents | None:
+        """Trained on the title, description and ``examples`` (those the count reads, per capability)
+        of each capability that has some; None when :meth:`ExampleIntents.fit` trains none."""
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         texts: list[str] = []
         owners: list[int] = []
-        for position, capability in enumerate(capabilities):
-            examples = [e for e in capability.get("examples") or () if isinstance(e, str) and e.strip()]
-            if examples:
+        for position, (capability, own_examples) in enumerate(zip(capabilities, examples)):
+            if own_examples:
                 own = [str(capability.get(part) or "").strip() for part in ("title", "description")]
-                phrases = [*(text for text in own if text), *examples]
+                phrases = [*(text for text in own if text), *own_examples]
                 texts += phrases
                 owners += [position] * len(phrases)
         if not trainable(len(set(owners))):

@@ -40,21 +40,30 @@ __all__ = ["EXAMPLE_WEIGHT", "ExampleRequests"]
 EXAMPLE_WEIGHT = 0.35
 
 
+def _terms(example: str) -> frozenset[str]:
+    """An example's words, each once: the example counts as using a word or not."""
+    return frozenset(identifier_terms(example, participles=True))
+
+
 class ExampleRequests:
     """The examples of a catalog's operations, indexed per operation with the idf of examples."""
 
     def __init__(self, capabilities: Sequence[Mapping[str, Any]], *, intents: bool = True) -> None:
         """``intents``: whether the examples also train :class:`TextIntents`."""
-        per_operation = [
-            [frozenset(identifier_terms(e, participles=True)) for e in capability.get("examples") or () if isinstance(e, str)]
+        # An example without a word ("", "!!!", an emoji) says nothing: it is not one, neither in
+        # the count of requests nor for the classifier, and its operation ranks as one without.
+        worded = [
+            [(e, terms) for e in capability.get("examples") or () if isinstance(e, str) and (terms := _terms(e))]
             for capability in capabilities
         ]
+        per_operation = [[terms for _, terms in examples] for examples in worded]
         self.has_examples = [bool(examples) for examples in per_operation]
         frequency = Counter(term for examples in per_operation for example in examples for term in example)
         documents = [{"examples": [term for example in examples for term in sorted(example)]} for examples in per_operation]
         size = sum(len(examples) for examples in per_operation)
         self._index = BM25F(documents, {"examples": 1.0}, collection=(size, frequency)) if size else None
-        self._intents = TextIntents.fit(capabilities) if intents and size else None
+        texts = [[text for text, _ in examples] for examples in worded]
+        self._intents = TextIntents.fit(capabilities, texts) if intents and size else None
 
     def scores(self, request: str) -> list[float] | None:
         """Per operation, the score in [0, 1] of ``request``; None without examples."""
