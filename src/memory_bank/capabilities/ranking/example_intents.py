@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["MOST_OPERATIONS", "NGRAMS", "TEXT_C", "ExampleIntents", "TextIntents"]
+__all__ = ["MOST_OPERATIONS", "NGRAMS", "TEXT_C", "TextIntents"]
 
 #: Inverse L2 strength of the classifier; 30-300 is a plateau on both development sets.
 TEXT_C = 100.0
@@ -40,59 +40,21 @@ MOST_OPERATIONS = 64
 NGRAMS = (2, 4)
 
 
-def trainable(operations: int) -> bool:
-    """Whether a classifier is trained for this many operations with examples: there is nothing
-    to tell apart with fewer than two, and it costs too much with more than ``MOST_OPERATIONS``."""
-    return 2 <= operations <= MOST_OPERATIONS
-
-
-class ExampleIntents:
-    """A classifier over one feature row per text of the operations with examples (made by :meth:`fit`)."""
-
-    def __init__(self, model: Any) -> None:
-        self._model = model
-
-    @classmethod
-    def fit(cls, features: Any, owners: Sequence[int]) -> ExampleIntents | None:
-        """Train on the rows of ``features``, each labelled with its capability's position
-        (``owners``); None unless :func:`trainable` says so for that many operations."""
-        import numpy as np
-        from sklearn.linear_model import LogisticRegression
-        from threadpoolctl import threadpool_limits
-
-        labels = np.asarray(owners)
-        if not trainable(len(np.unique(labels))):
-            return None
-        # Newton-CG converges in a few steps where L-BFGS takes dozens; one BLAS thread, since on
-        # a busy two-core box worker threads spin more than they compute (50 ms against 0.7-2 s).
-        with threadpool_limits(limits=1):
-            return cls(LogisticRegression(C=TEXT_C, solver="newton-cg", max_iter=1000).fit(features, labels))
-
-    def reshape(self, scores: Any, features: Any) -> Any:
-        """``scores`` (a numpy array, per capability) with the operations' values re-shaped by the
-        posterior for the request's feature row ``features``: see the module docstring."""
-        import numpy as np
-
-        posterior = self._model.predict_proba(features)[0]
-        members = self._model.classes_
-        shaped = posterior / posterior.max() * scores[members].max()
-        reshaped = scores.copy()
-        reshaped[members] = np.sqrt(scores[members] * shaped)
-        return reshaped
-
-
 class TextIntents:
-    """:class:`ExampleIntents` over TF-IDF of character n-grams of a catalog's texts."""
+    """The classifier over TF-IDF of character n-grams of a catalog's texts (made by :meth:`fit`)."""
 
-    def __init__(self, vectorizer: Any, intents: ExampleIntents) -> None:
+    def __init__(self, vectorizer: Any, model: Any) -> None:
         self._vectorizer = vectorizer
-        self._intents = intents
+        self._model = model
 
     @classmethod
     def fit(cls, capabilities: Sequence[Mapping[str, Any]], examples: Sequence[Sequence[str]]) -> TextIntents | None:
         """Trained on the title, description and ``examples`` (those the count reads, per capability)
-        of each capability that has some; None when :meth:`ExampleIntents.fit` trains none."""
+        of each capability that has some, labelled with its position; None with fewer than two
+        such capabilities (nothing to tell apart) or more than ``MOST_OPERATIONS``."""
         from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.linear_model import LogisticRegression
+        from threadpoolctl import threadpool_limits
 
         texts: list[str] = []
         owners: list[int] = []
@@ -102,14 +64,25 @@ class TextIntents:
                 phrases = [*(text for text in own if text), *own_examples]
                 texts += phrases
                 owners += [position] * len(phrases)
-        if not trainable(len(set(owners))):
+        if not 2 <= len(set(owners)) <= MOST_OPERATIONS:
             return None
         vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=NGRAMS, sublinear_tf=True)
-        intents = ExampleIntents.fit(vectorizer.fit_transform(texts), owners)
-        return cls(vectorizer, intents) if intents is not None else None
+        features = vectorizer.fit_transform(texts)
+        # Newton-CG converges in a few steps where L-BFGS takes dozens; one BLAS thread, since on
+        # a busy two-core box worker threads spin more than they compute (50 ms against 0.7-2 s).
+        with threadpool_limits(limits=1):
+            model = LogisticRegression(C=TEXT_C, solver="newton-cg", max_iter=1000).fit(features, owners)
+        return cls(vectorizer, model)
 
     def reshape(self, scores: Sequence[float], request: str) -> list[float]:
-        """``scores`` re-shaped by the posterior of ``request``."""
+        """``scores`` (per capability) with the trained operations' values re-shaped by the
+        posterior of ``request``: see the module docstring."""
         import numpy as np
 
-        return [float(s) for s in self._intents.reshape(np.asarray(scores, dtype=float), self._vectorizer.transform([request]))]
+        counted = np.asarray(scores, dtype=float)
+        posterior = self._model.predict_proba(self._vectorizer.transform([request]))[0]
+        members = self._model.classes_
+        shaped = posterior / posterior.max() * counted[members].max()
+        reshaped = counted.copy()
+        reshaped[members] = np.sqrt(counted[members] * shaped)
+        return [float(s) for s in reshaped]

@@ -63,7 +63,7 @@ class ExampleRequests:
         size = sum(len(examples) for examples in per_operation)
         self._index = BM25F(documents, {"examples": 1.0}, collection=(size, frequency)) if size else None
         texts = [[text for text, _ in examples] for examples in worded]
-        self._intents = TextIntents.fit(capabilities, texts) if intents and size else None
+        self._intents = TextIntents.fit(capabilities, texts) if intents else None
 
     def scores(self, request: str) -> list[float] | None:
         """Per operation, the score in [0, 1] of ``request``; None without examples."""
