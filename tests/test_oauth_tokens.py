@@ -129,16 +129,24 @@ def test_a_token_signed_by_a_key_the_server_never_published_is_refused(
 
 
 def test_an_unknown_kid_refetches_the_keys_once_then_is_refused(
-    database_url: str, issuer: AuthorizationServerOnLoopback
+    database_url: str, issuer: AuthorizationServerOnLoopback, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """On a clock the test moves, so a slow machine cannot open a second refresh window mid-flood."""
+    now = [time.monotonic()]
+    monkeypatch.setattr("memory_bank.security.oauth.monotonic", lambda: now[0])
     strangers = [RSAKey.generate_key(2048, parameters={"kid": f"made-up-{n}"}) for n in range(5)]
-    with app_for(database_url, issuer, oauth_jwks_refresh_seconds=1) as client:
+    with app_for(database_url, issuer, oauth_jwks_refresh_seconds=30) as client:
         assert save(client, issuer.sign(issuer.claims(MCP))).status_code == 201
-        time.sleep(1.1)  # the keys are old enough to be fetched again
         fetched = issuer.jwks_fetches
+        assert_invalid_token(save(client, issuer.sign(issuer.claims(MCP), key=strangers[0])))
+        assert issuer.jwks_fetches == fetched, "the keys are too fresh to be fetched again"
+        now[0] += 31  # the keys are old enough to be fetched again
         for stranger in strangers:  # a flood of made-up kids: one refetch, not five
             assert_invalid_token(save(client, issuer.sign(issuer.claims(MCP), key=stranger)))
         assert issuer.jwks_fetches == fetched + 1
+        now[0] += 31
+        assert_invalid_token(save(client, issuer.sign(issuer.claims(MCP), key=strangers[0])))
+        assert issuer.jwks_fetches == fetched + 2
     client.app.state.engine.dispose()
 
 

@@ -18,7 +18,7 @@ rules as ids minted by the CLI.
 from __future__ import annotations
 
 import logging
-import time
+from time import monotonic
 from collections.abc import Collection
 from typing import Any
 from urllib.parse import urlsplit
@@ -109,7 +109,7 @@ class OAuthTokens:
         while the last fetch failed, a token whose key is not held cannot be judged (503)."""
         if self._keys is not None and _holds(self._keys, kid):
             return self._keys
-        now = time.monotonic()
+        now = monotonic()
         if self._fetched_at is None or now - self._fetched_at >= self._refresh_seconds:
             self._fetched_at = now  # before the fetch: concurrent unknown kids share this one attempt
             try:
