@@ -75,6 +75,7 @@ SWITCHES: Mapping[str, Mapping[str, Any]] = {
     "request_steps": {"request_steps": False},
     "safety": {"safety": False},
     "example_intents": {"example_intents": False},
+    "spelling": {"spelling": False},
 }
 #: Every name ``--ablate`` takes: each BM25F field, then each switch.
 COMPONENTS = (*FIELD_WEIGHTS, *SWITCHES)

@@ -50,12 +50,13 @@ from typing import Any
 
 from memory_bank.capabilities.ranking import request_steps, safety
 from memory_bank.capabilities.ranking.example_requests import EXAMPLE_WEIGHT, ExampleRequests
-from memory_bank.capabilities.ranking.fields import FIELD_WEIGHTS, api_terms, fields
+from memory_bank.capabilities.ranking.fields import FIELD_WEIGHTS, api_terms, field_texts, fields
 from memory_bank.capabilities.ranking.question_fallback import ANSWER_TERMS, FALLBACK_WEIGHT, asks_question
 from memory_bank.capabilities.ranking.semantic import SemanticIndex, TextVectors, capability_texts
 from memory_bank.textsearch.bm25 import BM25F
 from memory_bank.textsearch.embeddings import Embedder
 from memory_bank.textsearch.fusion import LEXICAL_FLOOR, SEMANTIC_WEIGHT, fuse
+from memory_bank.textsearch.spelling import Spelling
 from memory_bank.textsearch.tokenize import identifier_terms, phrases
 
 __all__ = ["API_WEIGHT", "CapabilitySearch", "Match", "Ranking"]
@@ -102,6 +103,8 @@ class Ranking:
     safety: bool = True
     #: Whether the examples train a classifier that re-shapes their score (:mod:`example_intents`).
     example_intents: bool = True
+    #: Whether a request's misspelt words are corrected to the catalog's (``textsearch.spelling``).
+    spelling: bool = True
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,8 @@ class CapabilitySearch:
         self._apis = BM25F([{"api": words} for words in pooled], {"api": 1.0}, k1=ranking.k1, b=ranking.b)
         self._examples = ExampleRequests(self._capabilities, intents=ranking.example_intents)
         self._hazards = [safety.Hazard.of(c) for c in self._capabilities]
+        written = (text for c in self._capabilities for texts in field_texts(c).values() for text in texts)
+        self._spelling = Spelling(written) if ranking.spelling else None
         self._answers = self._operations.scores(ANSWER_TERMS)
         texts = [capability_texts(c) for c in self._capabilities]
         self._semantic = SemanticIndex(embedder, texts, vectors=vectors) if embedder and texts else None
@@ -163,6 +168,7 @@ class CapabilitySearch:
         query returns ``[]``: listing by category is the caller's job.
         """
         ranking = self._ranking
+        query = self._spelling.correct(query) if self._spelling is not None else query
         words = identifier_terms(query)
         if limit <= 0 or not words:
             return []
