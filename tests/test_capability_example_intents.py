@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_bank.capabilities.ranking.example_intents import MOST_OPERATIONS
+from memory_bank.capabilities.ranking.example_intents import MOST_OPERATIONS, TextIntents, value_shapes
 from memory_bank.capabilities.ranking.example_requests import ExampleRequests
 from memory_bank.capabilities.ranking.search import CapabilitySearch, Ranking
 from memory_bank.generated.catalog import CAPABILITIES
@@ -102,3 +102,32 @@ def test_two_operations_with_the_same_examples_train_and_split_their_evidence() 
     ranked = _ranked(index, "remember that I like tea")
     assert [name for name, _ in ranked] == ["first", "second"] and ranked[0][1] == ranked[1][1]
     assert _ranked(index, "\u200f\u0000") == []
+
+
+_SEGMENT = st.from_regex(r"[a-z][a-z0-9_]{0,11}", fullmatch=True)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_SEGMENT, min_size=2, max_size=5), st.lists(_SEGMENT, min_size=2, max_size=5), st.sampled_from(".//"))
+def test_which_keypath_a_request_names_does_not_sway_the_classifier(first: list[str], second: list[str], joint: str) -> None:
+    """An id or a keypath is read as its shape: two requests that differ only in which one they
+    name get the same posterior."""
+    intents = TextIntents.fit(EXPOSED, [c["examples"] for c in EXPOSED])
+    assert intents is not None
+    one, other = (f"set {joint.join(path)} to dark" for path in (first, second))
+    assert intents.reshape([1.0] * len(EXPOSED), one) == intents.reshape([1.0] * len(EXPOSED), other)
+
+
+def test_ids_and_paths_become_shapes_and_words_stay_words() -> None:
+    assert value_shapes("Forget mem_01JA2B3C4D5E6F7G8H9J") == value_shapes("forget 9a7c6b5d-4e3f-4a1b-8c2d-0e9f8a7b6c5d")
+    assert value_shapes("read user.preferences.theme") == value_shapes("read work/calendar/length")
+    assert value_shapes("set v2 to python 3.8, e-mail on") == "set v2 to python 3.8, e-mail on"
+
+
+def test_with_shapes_a_bare_keypath_reads_and_an_assignment_writes() -> None:
+    """Without shapes, the n-grams of the keypaths its examples name decide; with them, the words
+    around the keypath do."""
+    index, plain = CapabilitySearch(EXPOSED), CapabilitySearch(EXPOSED, ranking=Ranking(value_shapes=False))
+    for request, wanted in (("garage.door.code", "getMemoryKeypath"), ("kids/school/pickup_time = 15:30", "putMemoryKeypath")):
+        assert _ranked(index, request)[0][0] == wanted
+        assert _ranked(plain, request)[0][0] != wanted

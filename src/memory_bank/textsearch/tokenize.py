@@ -29,7 +29,7 @@ from functools import lru_cache
 import snowballstemmer
 
 __all__ = [
-    "API_STOPWORDS", "MEMORY_STOPWORDS", "OPAQUE_VALUE", "PARTICIPLE", "fold", "folded_terms", "identifier_terms", "phrases", "split_words", "stem",
+    "API_STOPWORDS", "MEMORY_STOPWORDS", "OPAQUE_VALUE", "PARTICIPLE", "fold", "folded_terms", "identifier_terms", "masked_opaque", "phrases", "split_words", "stem",
 ]  # fmt: skip
 
 #: Function words that carry no intent in a request for an operation ("can you get me the
@@ -111,6 +111,13 @@ def _opaque(chunk: str) -> bool:
     letters = len(kinds) - digits
     switches = sum(a != b for a, b in zip(kinds, kinds[1:]))
     return digits > 0 and letters > 0 and (switches >= 3 or (digits >= 4 and letters >= 2))
+
+
+def masked_opaque(text: str, mask: str) -> str:
+    """``text`` with each opaque value (:func:`_opaque`) replaced by ``mask``."""
+    if not _DIGIT.search(text):
+        return text
+    return _CHUNK.sub(lambda match: mask if _opaque(match[0]) else match[0], text)
 
 
 @lru_cache(maxsize=65536)

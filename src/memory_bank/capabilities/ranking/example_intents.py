@@ -12,7 +12,8 @@ This is that classifier: a multinomial logistic regression (scikit-learn's, L2-r
 title, the description and each example of every operation that has examples, labelled with
 their operation; the title on its own, since it is the plainest request there is ("Save a
 memory"). Character n-grams keep "remeber", "categorised" or "notes" near the words the
-examples use. Its posterior gives each of those operations its probability's share of the best
+examples use; an id or a keypath is read as its shape (:func:`value_shapes`), since which one an
+example names says nothing of the operation. Its posterior gives each of those operations its probability's share of the best
 example score, and the operation keeps the geometric mean of that and its own example score: an
 operation comes first when the classifier and the count of shared words agree, and a request the
 examples say little about (two or three words) keeps most of its counted shape. The signal stays
@@ -25,10 +26,13 @@ request sets out (``docs/decisions/0032-example-intents.md``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["MOST_OPERATIONS", "NGRAMS", "TEXT_C", "TextIntents"]
+from memory_bank.textsearch.tokenize import masked_opaque
+
+__all__ = ["MOST_OPERATIONS", "NGRAMS", "PATH_LIKE", "TEXT_C", "TextIntents", "value_shapes"]
 
 #: Inverse L2 strength of the classifier; 30-300 is a plateau on both development sets.
 TEXT_C = 100.0
@@ -38,6 +42,20 @@ TEXT_C = 100.0
 MOST_OPERATIONS = 64
 #: Character n-grams within words, shortest and longest.
 NGRAMS = (2, 4)
+#: A path-like value: words joined by dots or slashes ("user.preferences.theme", "work/calendar").
+PATH_LIKE = re.compile(r"\b[^\W\d_][\w-]*(?:[./][\w-]+)+\b")
+#: What an opaque value (an id) and a path-like value become for the classifier: characters of
+#: the private use area, which no request word has, so their n-grams are the shape's alone.
+_ID_SHAPE, _PATH_SHAPE = " \ue000\ue000 ", " \ue001\ue001 "
+
+
+def value_shapes(text: str) -> str:
+    """``text`` lower-cased, each id and each path-like value replaced by its shape.
+
+    An operation's examples name some ids and keypaths and a request names others: what they
+    share is that there is one, and that is what the classifier should learn, not the n-grams
+    of the ones an example happens to use (the entity masking of intent classifiers)."""
+    return masked_opaque(PATH_LIKE.sub(_PATH_SHAPE, text.lower()), _ID_SHAPE)  # a path may hold an id
 
 
 class TextIntents:
@@ -48,10 +66,13 @@ class TextIntents:
         self._model = model
 
     @classmethod
-    def fit(cls, capabilities: Sequence[Mapping[str, Any]], examples: Sequence[Sequence[str]]) -> TextIntents | None:
+    def fit(
+        cls, capabilities: Sequence[Mapping[str, Any]], examples: Sequence[Sequence[str]], *, shapes: bool = True
+    ) -> TextIntents | None:
         """Trained on the title, description and ``examples`` (those the count reads, per capability)
         of each capability that has some, labelled with its position; None with fewer than two
-        such capabilities (nothing to tell apart) or more than ``MOST_OPERATIONS``."""
+        such capabilities (nothing to tell apart) or more than ``MOST_OPERATIONS``. ``shapes``:
+        whether ids and paths are read as their shapes (:func:`value_shapes`)."""
         from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.linear_model import LogisticRegression
         from threadpoolctl import threadpool_limits
@@ -66,7 +87,8 @@ class TextIntents:
                 owners += [position] * len(phrases)
         if not 2 <= len(set(owners)) <= MOST_OPERATIONS:
             return None
-        vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=NGRAMS, sublinear_tf=True)
+        preprocessor: Callable[[str], str] = value_shapes if shapes else str.lower
+        vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=NGRAMS, sublinear_tf=True, preprocessor=preprocessor)
         features = vectorizer.fit_transform(texts)
         # Newton-CG converges in a few steps where L-BFGS takes dozens; one BLAS thread, since on
         # a busy two-core box worker threads spin more than they compute (50 ms against 0.7-2 s).

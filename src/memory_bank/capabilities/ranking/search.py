@@ -103,6 +103,8 @@ class Ranking:
     safety: bool = True
     #: Whether the examples train a classifier that re-shapes their score (:mod:`example_intents`).
     example_intents: bool = True
+    #: Whether that classifier reads ids and paths as their shapes (``example_intents.value_shapes``).
+    value_shapes: bool = True
     #: Whether a request's misspelt words are corrected to the catalog's (``textsearch.spelling``).
     spelling: bool = True
 
@@ -143,7 +145,7 @@ class CapabilitySearch:
         for capability, source in zip(self._capabilities, self._source_of):
             pooled[source] += api_terms(capability)
         self._apis = BM25F([{"api": words} for words in pooled], {"api": 1.0}, k1=ranking.k1, b=ranking.b)
-        self._examples = ExampleRequests(self._capabilities, intents=ranking.example_intents)
+        self._examples = ExampleRequests(self._capabilities, intents=ranking.example_intents, shapes=ranking.value_shapes)
         self._hazards = [safety.Hazard.of(c) for c in self._capabilities]
         written = (text for c in self._capabilities for texts in field_texts(c).values() for text in texts)
         self._spelling = Spelling(written) if ranking.spelling else None
