@@ -9,7 +9,6 @@ gets back here.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
+from memory_bank import standard_json
 from memory_bank.api.problems import HttpRefusal, validation_error
 from memory_bank.errors import DomainError, FieldError, InvalidInput, PayloadTooLarge, UnsupportedMediaType, field_errors
 from memory_bank.reply import Reply
@@ -133,12 +133,20 @@ async def read_json_body(request: Request, shape: type[BodyT], *, max_bytes: int
         body = shape.model_validate_json(raw, strict=True)
     except pydantic.ValidationError as exc:
         errors: list[Any] = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
+        if all(e["type"] != "json_invalid" for e in errors):
+            _check_standard(raw)  # a NaN that failed a bound is still a body that is not JSON
         raise validation_error(field_errors(errors)) from None
-    try:
-        json.loads(raw, object_pairs_hook=_no_repeated_keys)
-    except ValueError as exc:  # what the model took but no other reader would: an integer of 4300+ digits
-        raise validation_error([FieldError("/body", "json", str(exc))]) from None
+    _check_standard(raw)
     return body
+
+
+def _check_standard(raw: bytes) -> None:
+    """Refuse what the model's parser took but JSON has not: ``NaN``, ``Infinity``, a key given
+    twice (``_no_repeated_keys``), an integer of 4300+ digits no other reader would take."""
+    try:
+        standard_json.loads(raw, object_pairs_hook=_no_repeated_keys)
+    except ValueError as exc:
+        raise validation_error([FieldError("/body", "json", str(exc))]) from None
 
 
 def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -146,8 +154,8 @@ def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
     The body model keeps the last; a proxy, a log or a reviewer may read the first. A
     body that means two things to two readers is refused rather than read one way.
-    Checked once the model has accepted the body, so it costs a second parse of valid
-    bodies only.
+    Checked once the model has parsed the body, so it costs a second parse of bodies
+    that are JSON only.
     """
     members = dict(pairs)
     if len(members) < len(pairs):
