@@ -16,7 +16,10 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from hypothesis import given
+from hypothesis import strategies as st
 
+from memory_bank.api.media import accepts
 from memory_bank.errors import ErrorCode
 from support.clients import MakeToken
 
@@ -247,3 +250,15 @@ def test_two_content_types_are_not_one_media_type(local: TestClient, bearer) -> 
 def test_the_415_comes_after_the_token(local: TestClient) -> None:
     problem(local.post("/v1/memory", content=MEMORY, headers={"Content-Type": "text/plain"}), 401, "unauthorized")
 
+
+
+weights = st.integers(0, 1000).map(lambda m: f"{m // 1000}.{m % 1000:03d}" if m < 1000 else "1.000")
+others = st.lists(st.sampled_from(["text/html", "text/event-stream", "image/*", "text/*;q=0", "application/xml"]), max_size=3)
+
+
+@given(weight=weights, wildcards=st.lists(st.sampled_from(["*/*", "*/*;q=0", "application/*", "application/*;q=0"]), max_size=2), rest=others)
+def test_the_most_specific_range_decides(weight: str, wildcards: list[str], rest: list[str]) -> None:
+    """``application/json;q=w`` takes JSON exactly when w > 0, whatever wildcard or other type stands beside it."""
+    ranges = [f"application/json;q={weight}", *wildcards, *rest]
+    assert accepts(", ".join(ranges), "application/json") == (float(weight) > 0)
+    assert accepts(", ".join(reversed(ranges)), "application/json") == (float(weight) > 0)

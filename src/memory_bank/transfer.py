@@ -93,8 +93,9 @@ def _parse_line(number: int, line: str) -> Record:
 def _unreadable(number: int, line: str, failure: ValidationError) -> FieldError | None:
     """The line's error when it is not JSON to a standard reader (a ``NaN`` that failed a bound).
 
-    Checked only for a line the model refused: no number the model takes can be NaN or
-    infinite (its one number, ``confidence``, is bounded), so a valid line costs one parse.
+    Checked only for a line the model refused: it forbids unknown members and bounds its
+    one number (``confidence``), so no line it takes holds a NaN, and a valid line costs
+    one parse. Another fault a standard reader finds is left to the model's own errors.
     """
     if any(e["type"] == "json_invalid" for e in failure.errors()):
         return None
@@ -103,7 +104,7 @@ def _unreadable(number: int, line: str, failure: ValidationError) -> FieldError 
     except standard_json.NotStandardJson as exc:
         return line_error(number, "json", str(exc))
     except ValueError:
-        return None
+        pass
     return None
 
 

@@ -13,7 +13,8 @@ a kind of fault and a position, never the input. Some bodies are JSON by the gra
 and still not read: a lone surrogate escape (``"\\ud800"``), nesting past the parser's
 depth limit, a number of thousands of digits; their reason says so rather than that
 the body is not JSON. Some are not JSON and still read: ``NaN``, ``Infinity`` and
-``-Infinity``, which the parser takes (``standard_json``); they are a parse error here. Batches are refused: MCP 2025-06-18 dropped them.
+``-Infinity``, which the parser takes (``standard_json``); they are a parse error here.
+Batches are refused: MCP 2025-06-18 dropped them.
 The body is checked with the SDK's own message adapter, so exactly what passes here
 is what the SDK accepts. Over stdio the SDK reads the lines itself and drops those it
 cannot take, leaving their sender waiting; ``classify`` names the same error for them.
