@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import unicodedata
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -27,7 +25,6 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
 from mcp import Client, StdioServerParameters
-
 from pydantic import ValidationError
 
 from memory_bank.errors import field_errors
@@ -35,11 +32,8 @@ from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.generated.models import MemoryCreate
 from memory_bank.generated.spec import SPEC
 from memory_bank.security.principal import _INVISIBLE
-from memory_bank.settings import Settings
-from memory_bank.store.database import open_database
-from memory_bank.store.tokens import TokenStore
 from support.clients import MakeClient, MakeToken
-from support.mcp_live import call_tool, tool_problem
+from support.mcp_live import MEMORY_BANK, call_tool, tool_problem
 from support.transfer import exported, ndjson
 
 PATTERN = SPEC["components"]["schemas"]["Content"]["pattern"]
@@ -189,14 +183,9 @@ def test_a_nul_among_visible_text_round_trips_exactly(ann: TestClient, make_clie
     assert [m["content"] for m in other.get("/v1/memory").json()["items"]] == [content]
 
 
-async def test_stdio_refuses_invisible_content_and_keeps_a_nul_as_http_does(tmp_path: Path) -> None:
+async def test_stdio_refuses_invisible_content_and_keeps_a_nul_as_http_does(stdio_env: dict[str, str]) -> None:
     """The stdio transport dispatches into the same routes: the same refusal, the same exact text."""
-    database_url = f"sqlite:///{tmp_path / 'memory-bank.db'}"
-    engine = open_database(Settings(database_url=database_url))
-    token, _ = TokenStore(engine).create("acme", "ann", "laptop", ["memory:read", "memory:write"])
-    engine.dispose()
-    env = {"MEMORY_BANK_DATABASE_URL": database_url, "MEMORY_BANK_MCP_ALLOW_STDIO": "true", "MEMORY_BANK_TOKEN": token}
-    server = StdioServerParameters(command=str(Path(sys.executable).with_name("memory-bank")), args=["mcp"], env=env)
+    server = StdioServerParameters(command=MEMORY_BANK, args=["mcp"], env=stdio_env)
     async with Client(server) as client:
         refused = await client.call_tool("execute_capability", {"name": "postMemory", "body": {"content": "\x00" * 1000}})
         saved = await client.call_tool("execute_capability", {"name": "postMemory", "body": {"content": WITH_NUL[0]}})

@@ -23,9 +23,8 @@ from fastapi.testclient import TestClient
 from memory_bank.mcp.envelope import NOT_JSON
 from memory_bank.standard_json import NOT_FINITE
 from support.clients import MakeClient, MakeToken
+from support.mcp_live import MEMORY_BANK
 from support.transfer import exported
-
-from test_mcp_stdio import MEMORY_BANK, stdio_env  # noqa: F401  (the fixture)
 
 ID = "A" * 21
 #: Each not-JSON number where the body has a number, where it has none, and deep inside.
@@ -101,7 +100,7 @@ def test_mcp_answers_a_not_json_number_with_a_parse_error(app: FastAPI, make_tok
         assert client.get("/v1/memory", headers=headers).json()["items"] == []
 
 
-def test_stdio_answers_it_with_the_same_parse_error(stdio_env: dict[str, str]) -> None:  # noqa: F811
+def test_stdio_answers_it_with_the_same_parse_error(stdio_env: dict[str, str]) -> None:
     hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
     call = '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "execute_capability", "arguments": {"name": "postMemory", "body": {"content": "a fact", "confidence": NaN}}}}'
     lines = [
