@@ -16,7 +16,7 @@ from memory_bank.app import create_app
 from memory_bank.security.principal import Principal
 from memory_bank.settings import Settings, get_settings
 from memory_bank.store import MemoryStore
-from memory_bank.store.database import make_engine
+from memory_bank.store.database import make_engine, open_database
 from memory_bank.store.tokens import TokenStore
 from support import backends
 from support.clients import DEFAULT_AGENT, READ_WRITE, MakeClient, MakeToken
@@ -35,6 +35,20 @@ def user_data_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         del os.environ["XDG_DATA_HOME"]
     else:
         os.environ["XDG_DATA_HOME"] = previous
+
+
+@pytest.fixture
+def stdio_env(tmp_path: Path) -> dict[str, str]:
+    """Environment for ``memory-bank mcp`` (``support.mcp_live.MEMORY_BANK``) on a fresh database, with a read/write token."""
+    database_url = f"sqlite:///{tmp_path / 'memory-bank.db'}"
+    engine = open_database(Settings(database_url=database_url))
+    token, _ = TokenStore(engine).create("acme", "ann", "laptop", ["memory:read", "memory:write"])
+    engine.dispose()
+    return {
+        "MEMORY_BANK_DATABASE_URL": database_url,
+        "MEMORY_BANK_MCP_ALLOW_STDIO": "true",
+        "MEMORY_BANK_TOKEN": token,
+    }
 
 
 @pytest.fixture(scope="session")

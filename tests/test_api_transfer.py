@@ -153,7 +153,7 @@ def test_the_spec_states_the_import_bounds_the_server_enforces() -> None:
     operation = yaml.safe_load(SPEC.read_text())["paths"]["/v1/memory/import"]["post"]
     schema = operation["requestBody"]["content"]["application/x-ndjson"]["schema"]
     routes = render_package([SpecSource(SPEC, "openapi/memory.yaml")])["memory_routes.py"]
-    assert f"await read_text_body(request, max_bytes={schema['x-max-bytes']})" in routes
+    assert f'await read_text_body(request, "application/x-ndjson", max_bytes={schema["x-max-bytes"]})' in routes
     assert f"{schema['x-max-bytes']} bytes" in operation["description"]
     assert f"{transfer.MAX_IMPORT_LINES} lines" in operation["description"]
 
@@ -166,7 +166,7 @@ def capped() -> TestClient:
 
     @app.post("/text")
     async def text(request: Request) -> dict[str, int]:
-        return {"length": len(await read_text_body(request, max_bytes=10))}
+        return {"length": len(await read_text_body(request, "text/plain", max_bytes=10))}
 
     return TestClient(app)
 

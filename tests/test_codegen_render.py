@@ -216,3 +216,10 @@ def test_unique_items_where_no_validator_can_be_placed_fails_to_generate(tmp_pat
     )
     with pytest.raises(SpecRefused, match="listMemories: unique-items"):
         load_generated(tmp_path, yaml.safe_dump(spec, sort_keys=False))
+
+
+@given(st.text(st.characters(categories=["Mn", "Mc", "Me"]), min_size=1, max_size=200))
+def test_a_literal_spells_out_the_marks_it_holds(value: str) -> None:
+    """A mark alone (a variation selector in a pattern) shows as nothing or on the quote before it."""
+    written = literal(value)
+    assert written.isascii() and ast.literal_eval(written) == value

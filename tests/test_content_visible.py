@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import unicodedata
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -27,16 +25,15 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
 from mcp import Client, StdioServerParameters
+from pydantic import ValidationError
 
+from memory_bank.errors import field_errors
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.generated.models import MemoryCreate
 from memory_bank.generated.spec import SPEC
 from memory_bank.security.principal import _INVISIBLE
-from memory_bank.settings import Settings
-from memory_bank.store.database import open_database
-from memory_bank.store.tokens import TokenStore
 from support.clients import MakeClient, MakeToken
-from support.mcp_live import call_tool, tool_problem
+from support.mcp_live import MEMORY_BANK, call_tool, tool_problem
 from support.transfer import exported, ndjson
 
 PATTERN = SPEC["components"]["schemas"]["Content"]["pattern"]
@@ -55,7 +52,16 @@ INVISIBLE = [
     "\u3164\u115f",
     "\u2800",
     "\ufe0f",
+    "\U000e0001",
+    "\U000e0041\U000e0042\U000e007f",
+    "\U0001d173\U0001bca0\U00013430\U000110bd",
+    "\U000e0100",
+    "\u200b\U000e0020 \U000e01ef",
 ]
+#: Visible characters beyond the BMP: an emoji, a CJK Extension B ideograph, a flag
+#: written with tag characters, a private-use icon (as icon fonts place them).
+VISIBLE_ASTRAL = ["\U0001f600", "\U00020000", "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f", "\U000f0001"]
+VISIBLE = "content must contain at least one visible character"
 #: A NUL (or another control) among visible text.
 WITH_NUL = ["before\x00after", "\x00lead", "trail\x00", "alpha\x00\x00beta gamma\x01delta"]
 
@@ -78,23 +84,44 @@ def refused_at(response: Any, field: str) -> None:
     assert response.status_code == 422, response.text
     problem = response.json()
     assert problem["code"] == "invalid_params"
-    assert [(e["field"], e["rule"]) for e in problem["errors"]] == [(field, "pattern")], problem
+    assert [(e["field"], e["rule"], e["message"]) for e in problem["errors"]] == [(field, "pattern", VISIBLE)], problem
+    assert PATTERN not in response.text and VISIBLE in problem["detail"]
 
 
-def test_the_pattern_refuses_exactly_the_invisible_characters_of_the_bmp() -> None:
-    """Every code point of the BMP (bar surrogates) alone: refused by the pattern exactly when it is blank.
+def test_the_pattern_refuses_exactly_the_invisible_characters_of_all_unicode() -> None:
+    """Every code point alone (bar surrogates): refused by the pattern exactly when it is blank.
 
-    The astral format characters (the Unicode tags, U+E0001 and U+E0020-E007F, and a few
-    others) are not named: a class of astral code points is written differently by each
-    regex dialect a JSON Schema client may use, so content of only those still passes.
+    Above the BMP that is the format characters (the tag characters U+E0001 and
+    U+E0020-E007F, Egyptian and shorthand format controls, musical beams) and the
+    variation selectors supplement. Code points this Python's Unicode database does not
+    assign are not compared: a later Unicode made U+13439-1343F format characters.
     """
     pattern = re.compile(PATTERN)
     wrong = [
         f"U+{cp:04X}"
-        for cp in range(0x10000)
-        if not 0xD800 <= cp <= 0xDFFF and (pattern.search(chr(cp)) is None) != blank(chr(cp))
+        for cp in range(0x110000)
+        if not 0xD800 <= cp <= 0xDFFF
+        and unicodedata.category(chr(cp)) != "Cn"
+        and (pattern.search(chr(cp)) is None) != blank(chr(cp))
     ]
     assert wrong == []
+
+
+@examples(max_examples=300, deadline=None)
+@given(st.text(st.characters(categories=["Cc", "Cf", "Zs", "Zl", "Zp"]) | st.sampled_from("\u3164\u2800\ufe0f\U000e0100\U000e01ef"), min_size=1, max_size=30))
+def test_content_of_only_invisible_characters_is_refused_by_the_model_and_the_tool_schema(content: str) -> None:
+    with pytest.raises(ValidationError) as refused:
+        MemoryCreate.model_validate({"content": content})
+    assert [(e.field, e.rule, e.message) for e in field_errors(refused.value.errors())] == [("/content", "pattern", VISIBLE)]
+    assert not POST_MEMORY.is_valid({"body": {"content": content}})
+
+
+@examples(max_examples=300, deadline=None)
+@given(st.text(st.characters(codec="utf-8"), max_size=10), st.characters(min_codepoint=0x10000, categories=["L", "N", "S", "P", "M", "Co"]), st.text(st.characters(codec="utf-8"), max_size=10))
+def test_one_visible_astral_character_is_enough(before: str, visible: str, after: str) -> None:
+    assert not blank(visible)
+    MemoryCreate.model_validate({"content": before + visible + after})
+    assert POST_MEMORY.is_valid({"body": {"content": before + visible + after}})
 
 
 @pytest.mark.parametrize("content", INVISIBLE)
@@ -107,10 +134,17 @@ def test_invisible_content_is_refused_at_the_content_field_on_every_write(ann: T
     imported = ann.post("/v1/memory/import", content=ndjson([record]))
     assert imported.status_code == 422 and imported.json()["code"] == "invalid_params", imported.text
     assert [e["rule"] for e in imported.json()["errors"]] == ["pattern"], imported.text
+    assert VISIBLE in imported.json()["errors"][0]["message"] and PATTERN not in imported.text
     assert [m["content"] for m in ann.get("/v1/memory").json()["items"]] == ["a visible fact"]
 
 
-@pytest.mark.parametrize("content", INVISIBLE[:4])
+@pytest.mark.parametrize("content", VISIBLE_ASTRAL)
+def test_visible_astral_content_is_kept(ann: TestClient, content: str) -> None:
+    created = ann.post("/v1/memory", json={"content": content})
+    assert created.status_code == 201 and created.json()["content"] == content, created.text
+
+
+@pytest.mark.parametrize("content", [*INVISIBLE[:4], INVISIBLE[-4]])
 def test_mcp_refuses_it_as_rest_does(app: FastAPI, make_token: MakeToken, content: str) -> None:
     assert not POST_MEMORY.is_valid({"body": {"content": content}})
     with TestClient(app, base_url="http://127.0.0.1") as client:
@@ -118,6 +152,7 @@ def test_mcp_refuses_it_as_rest_does(app: FastAPI, make_token: MakeToken, conten
     assert result["isError"]
     problem = json.loads(result["content"][0]["text"])
     assert problem["code"] == "invalid_params" and [e["field"] for e in problem["errors"]] == ["/body/content"]
+    assert problem["errors"][0]["message"].startswith(VISIBLE) and PATTERN not in json.dumps(problem)
 
 
 @examples(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -148,14 +183,9 @@ def test_a_nul_among_visible_text_round_trips_exactly(ann: TestClient, make_clie
     assert [m["content"] for m in other.get("/v1/memory").json()["items"]] == [content]
 
 
-async def test_stdio_refuses_invisible_content_and_keeps_a_nul_as_http_does(tmp_path: Path) -> None:
+async def test_stdio_refuses_invisible_content_and_keeps_a_nul_as_http_does(stdio_env: dict[str, str]) -> None:
     """The stdio transport dispatches into the same routes: the same refusal, the same exact text."""
-    database_url = f"sqlite:///{tmp_path / 'memory-bank.db'}"
-    engine = open_database(Settings(database_url=database_url))
-    token, _ = TokenStore(engine).create("acme", "ann", "laptop", ["memory:read", "memory:write"])
-    engine.dispose()
-    env = {"MEMORY_BANK_DATABASE_URL": database_url, "MEMORY_BANK_MCP_ALLOW_STDIO": "true", "MEMORY_BANK_TOKEN": token}
-    server = StdioServerParameters(command=str(Path(sys.executable).with_name("memory-bank")), args=["mcp"], env=env)
+    server = StdioServerParameters(command=MEMORY_BANK, args=["mcp"], env=stdio_env)
     async with Client(server) as client:
         refused = await client.call_tool("execute_capability", {"name": "postMemory", "body": {"content": "\x00" * 1000}})
         saved = await client.call_tool("execute_capability", {"name": "postMemory", "body": {"content": WITH_NUL[0]}})
@@ -163,5 +193,6 @@ async def test_stdio_refuses_invisible_content_and_keeps_a_nul_as_http_does(tmp_
     assert refused.is_error
     problem = tool_problem(refused)
     assert problem["code"] == "invalid_params" and [e["field"] for e in problem["errors"]] == ["/body/content"]
+    assert problem["errors"][0]["message"].startswith(VISIBLE)
     assert not saved.is_error and saved.structured_content["content"] == WITH_NUL[0]
     assert not listed.is_error and [m["content"] for m in listed.structured_content["items"]] == [WITH_NUL[0]]

@@ -16,7 +16,10 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from hypothesis import given
+from hypothesis import strategies as st
 
+from memory_bank.api.media import accepts
 from memory_bank.errors import ErrorCode
 from support.clients import MakeToken
 
@@ -136,3 +139,126 @@ def test_every_operation_with_a_body_declares_the_415() -> None:
     ]
     assert len(with_body) >= 7
     assert [(p, m) for p, m, responses in with_body if "415" not in responses] == []
+
+
+@pytest.mark.parametrize(
+    "accept",
+    [
+        "application/json;q=0, text/event-stream",
+        "application/json; q=0.000, text/event-stream",
+        "text/event-stream, application/*;q=0",
+        "*/*;q=0",
+        "application/json;Q=0",
+        "text/event-stream, application/json;q=0, */*",
+    ],
+)
+def test_mcp_takes_q_0_as_not_acceptable(local: TestClient, bearer, accept: str) -> None:
+    """A media range with q=0 is "not acceptable" (RFC 9110 §12.4.2), however else it is written;
+    the most specific range decides (§12.5.1), so ``*/*`` does not undo ``application/json;q=0``."""
+    headers = {**bearer, "Accept": accept}
+    for message in (PING, CALL):
+        problem(local.post("/mcp", json=message, headers=headers), 406, "not_acceptable")
+
+
+@pytest.mark.parametrize(
+    "accept",
+    [
+        MCP_ACCEPT,
+        "*/*",
+        "application/*",
+        "application/json",
+        "application/json;q=0.1",
+        "application/json;q=1.0, text/event-stream;q=0",
+        "application/json;q=0.5, text/event-stream;q=0.9",
+        "application/*;q=0, application/json",
+        "*/*;q=0, application/json;q=0.001",
+        "APPLICATION/JSON",
+        "text/html, application/json ; q=0.8",
+    ],
+)
+def test_mcp_still_answers_any_acceptance_of_json(local: TestClient, bearer, accept: str) -> None:
+    headers = {**bearer, "Accept": accept}
+    for message in (PING, CALL):
+        answer = local.post("/mcp", json=message, headers=headers)
+        assert answer.status_code == 200 and "result" in answer.json(), (accept, answer.text)
+
+
+def test_mcp_still_wants_an_accept_header(local: TestClient, bearer) -> None:
+    """MCP's streamable HTTP asks every client to send one listing application/json; the SDKs do."""
+    request = local.build_request("POST", "/mcp", json=PING, headers=bearer)
+    del request.headers["accept"]
+    problem(local.send(request), 406, "not_acceptable")
+
+
+#: Every REST operation with a body, a body it takes, and the media type its spec declares.
+REST_BODIES = [
+    ("POST", "/v1/memory", MEMORY, "application/json"),
+    ("PUT", "/v1/memory/keypaths/a.b", MEMORY, "application/json"),
+    ("POST", "/v1/memory/import", LINES, "application/x-ndjson"),
+]
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/xml", "json", "application/jsonx", ";", "\u00e9/json"],
+)
+@pytest.mark.parametrize(("method", "path", "body", "declared"), REST_BODIES)
+def test_rest_refuses_a_body_in_a_media_type_its_spec_does_not_declare(local: TestClient, bearer, content_type, method, path, body, declared) -> None:
+    response = local.request(method, path, content=body, headers={**bearer, "Content-Type": content_type.encode()})
+    document = problem(response, 415, "unsupported_media_type")
+    assert declared in document["detail"] and response.headers["accept"] == declared
+    assert local.get("/v1/memory", headers=bearer).json()["items"] == []
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ["application/json", "APPLICATION/JSON", "application/json; charset=utf-8", "Application/Json ; Charset=UTF-8", "application/problem+json", "application/vnd.memory+json"],
+)
+def test_rest_reads_json_in_any_case_with_parameters_and_as_a_json_suffix(local: TestClient, bearer, content_type) -> None:
+    answer = local.post("/v1/memory", content=MEMORY, headers={**bearer, "Content-Type": content_type})
+    assert answer.status_code == 201, answer.text
+
+
+def an_export(local: TestClient, bearer: dict[str, str]) -> bytes:
+    """JSON lines an import takes: the export of one memory (imported again, it is skipped)."""
+    assert local.post("/v1/memory", content=MEMORY, headers=bearer).status_code == 201
+    return local.get("/v1/memory/export", headers=bearer).content
+
+
+@pytest.mark.parametrize("content_type", ["application/x-ndjson", "APPLICATION/X-NDJSON; charset=utf-8"])
+def test_the_import_reads_exactly_what_its_spec_declares(local: TestClient, bearer, content_type) -> None:
+    lines = an_export(local, bearer)
+    assert local.post("/v1/memory/import", content=lines, headers={**bearer, "Content-Type": content_type}).status_code == 200
+    problem(local.post("/v1/memory/import", content=LINES, headers={**bearer, "Content-Type": "application/json"}), 415, "unsupported_media_type")
+
+
+@pytest.mark.parametrize(("method", "path", "body", "declared"), REST_BODIES)
+def test_a_body_without_a_content_type_is_read_as_the_declared_type(local: TestClient, bearer, method, path, body, declared) -> None:
+    """RFC 9110 §8.3 lets the recipient examine a body that names no type; each route takes one type."""
+    if declared != "application/json":
+        body = an_export(local, bearer)
+    request = local.build_request(method, path, content=body, headers=bearer)
+    assert "content-type" not in request.headers
+    assert local.send(request).status_code in (200, 201)
+
+
+def test_two_content_types_are_not_one_media_type(local: TestClient, bearer) -> None:
+    headers = [*bearer.items(), ("Content-Type", "application/json"), ("Content-Type", "application/json")]
+    problem(local.post("/v1/memory", content=MEMORY, headers=headers), 415, "unsupported_media_type")
+
+
+def test_the_415_comes_after_the_token(local: TestClient) -> None:
+    problem(local.post("/v1/memory", content=MEMORY, headers={"Content-Type": "text/plain"}), 401, "unauthorized")
+
+
+
+weights = st.integers(0, 1000).map(lambda m: f"{m // 1000}.{m % 1000:03d}" if m < 1000 else "1.000")
+others = st.lists(st.sampled_from(["text/html", "text/event-stream", "image/*", "text/*;q=0", "application/xml"]), max_size=3)
+
+
+@given(weight=weights, wildcards=st.lists(st.sampled_from(["*/*", "*/*;q=0", "application/*", "application/*;q=0"]), max_size=2), rest=others)
+def test_the_most_specific_range_decides(weight: str, wildcards: list[str], rest: list[str]) -> None:
+    """``application/json;q=w`` takes JSON exactly when w > 0, whatever wildcard or other type stands beside it."""
+    ranges = [f"application/json;q={weight}", *wildcards, *rest]
+    assert accepts(", ".join(ranges), "application/json") == (float(weight) > 0)
+    assert accepts(", ".join(reversed(ranges)), "application/json") == (float(weight) > 0)

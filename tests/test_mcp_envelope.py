@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from memory_bank.mcp.envelope import EnvelopeError, check_envelope, classify
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=10,
 )

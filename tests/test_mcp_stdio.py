@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
@@ -19,22 +17,7 @@ from memory_bank.mcp.envelope import BATCH, NOT_A_MESSAGE, NOT_JSON, EnvelopeErr
 from memory_bank.settings import Settings
 from memory_bank.store.database import open_database
 from memory_bank.store.tokens import TokenStore
-
-MEMORY_BANK = str(Path(sys.executable).with_name("memory-bank"))
-
-
-@pytest.fixture
-def stdio_env(tmp_path: Path) -> dict[str, str]:
-    """Environment for ``memory-bank mcp`` on a fresh database, with a read/write token."""
-    database_url = f"sqlite:///{tmp_path / 'memory-bank.db'}"
-    engine = open_database(Settings(database_url=database_url))
-    token, _ = TokenStore(engine).create("acme", "ann", "laptop", ["memory:read", "memory:write"])
-    engine.dispose()
-    return {
-        "MEMORY_BANK_DATABASE_URL": database_url,
-        "MEMORY_BANK_MCP_ALLOW_STDIO": "true",
-        "MEMORY_BANK_TOKEN": token,
-    }
+from support.mcp_live import MEMORY_BANK
 
 
 async def test_stdio_lists_searches_and_executes(stdio_env: dict[str, str]) -> None:

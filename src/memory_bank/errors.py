@@ -16,6 +16,8 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from memory_bank.pattern_messages import pattern_message
+
 
 class ErrorCode(StrEnum):
     unauthorized = "unauthorized"
@@ -80,7 +82,8 @@ def field_errors(errors: Sequence[dict[str, Any]]) -> list[FieldError]:
     for error in errors:
         kind = str(error.get("type", "value_error"))
         rule = RULE_BY_ERROR_TYPE.get(kind, "type" if kind.endswith(("_type", "_parsing")) else kind)
-        found.append(FieldError(json_pointer(error.get("loc", ())), rule, str(error.get("msg", kind))))
+        message = pattern_message((error.get("ctx") or {}).get("pattern")) if rule == "pattern" else None
+        found.append(FieldError(json_pointer(error.get("loc", ())), rule, message or str(error.get("msg", kind))))
     return found
 
 

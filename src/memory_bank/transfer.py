@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 
 from pydantic import ValidationError
 
+from memory_bank import standard_json
 from memory_bank.errors import FieldError, InvalidInput, PayloadTooLarge, field_errors
 from memory_bank.generated import models
 from memory_bank.store.importer import Record, invalid_lines, line_error
@@ -89,6 +90,24 @@ def _parse_line(number: int, line: str) -> Record:
     return Record(number, fields)
 
 
+def _unreadable(number: int, line: str, failure: ValidationError) -> FieldError | None:
+    """The line's error when it is not JSON to a standard reader (a ``NaN`` that failed a bound).
+
+    Checked only for a line the model refused: it forbids unknown members and bounds its
+    one number (``confidence``), so no line it takes holds a NaN, and a valid line costs
+    one parse. Another fault a standard reader finds is left to the model's own errors.
+    """
+    if any(e["type"] == "json_invalid" for e in failure.errors()):
+        return None
+    try:
+        standard_json.loads(line)
+    except standard_json.NotStandardJson as exc:
+        return line_error(number, "json", str(exc))
+    except ValueError:
+        pass
+    return None
+
+
 def _blank(line: str) -> bool:
     """Only JSON's own whitespace makes a line blank (``str.strip`` would also eat U+2028)."""
     return not line.strip(" \t\r")
@@ -106,7 +125,7 @@ def parse_records(body: str, max_lines: int | None = None) -> list[Record]:
         try:
             records.append(_parse_line(number, line))
         except ValidationError as exc:
-            errors.append(line_error(number, *_describe(exc)))
+            errors.append(_unreadable(number, line, exc) or line_error(number, *_describe(exc)))
         except _OutOfRange as exc:
             errors.append(line_error(number, "range", str(exc)))
     if errors:

@@ -9,6 +9,7 @@ generating something subtly wrong.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -124,10 +125,19 @@ def constraints(schema: dict[str, Any]) -> dict[str, Any]:
 _PIECE = 60
 
 
+def _repr(value: Any) -> str:
+    """``repr(value)`` with the marks it leaves as they are escaped: alone (a variation
+    selector in a pattern) they show as nothing, or on the quote before them."""
+    return "".join(
+        (f"\\U{ord(c):08x}" if ord(c) > 0xFFFF else f"\\u{ord(c):04x}") if unicodedata.category(c).startswith("M") else c
+        for c in repr(value)
+    )
+
+
 def literal(value: Any) -> str:
     """``repr(value)``, except that a long string becomes pieces the formatter lays out one a line."""
     if not isinstance(value, str) or len(value) <= _PIECE:
-        return repr(value)
+        return _repr(value)
     pieces, piece = [], ""
     for word in value.split(" "):
         if piece and len(piece) + len(word) >= _PIECE:
@@ -135,16 +145,16 @@ def literal(value: Any) -> str:
             piece = ""
         piece += word + " "
     pieces.append(piece[:-1])
-    return "(" + " ".join(repr(chunk) for piece in pieces for chunk in _cut(piece)) + ")"
+    return "(" + " ".join(_repr(chunk) for piece in pieces for chunk in _cut(piece)) + ")"
 
 
 def _cut(piece: str) -> list[str]:
     """A piece that is one long word (a pattern, a URL) in chunks whose literals fit ``_PIECE``."""
-    if " " in piece.strip() or len(repr(piece)) <= _PIECE:
+    if " " in piece.strip() or len(_repr(piece)) <= _PIECE:
         return [piece]
     chunks, chunk = [], ""
     for character in piece:
-        if chunk and len(repr(chunk + character)) > _PIECE:
+        if chunk and len(_repr(chunk + character)) > _PIECE:
             chunks.append(chunk)
             chunk = ""
         chunk += character

@@ -92,7 +92,7 @@ def _read_body(body: RequestBody) -> str:
     if body.is_json:
         return f"read_json_body(request, {body.type_expr}, max_bytes={body.max_bytes})"
     cap = "" if body.max_bytes is None else f", max_bytes={body.max_bytes}"
-    return f"read_text_body(request{cap})"
+    return f"read_text_body(request, {body.media_type!r}{cap})"
 
 
 def _render_param(p: Parameter) -> str:

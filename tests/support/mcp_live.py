@@ -7,6 +7,7 @@ streamable HTTP with a bearer header, not by calling handlers.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 import uuid
@@ -62,6 +63,8 @@ def tool_problem(result: Any) -> dict[str, Any]:
 
 
 MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+#: The ``memory-bank`` command installed beside this interpreter, as a desktop client spawns it.
+MEMORY_BANK = str(Path(sys.executable).with_name("memory-bank"))
 
 
 def call_tool(client: TestClient, token: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:

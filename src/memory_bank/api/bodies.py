@@ -9,7 +9,6 @@ gets back here.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -23,6 +22,8 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
+from memory_bank import standard_json
+from memory_bank.api.media import JSON, essence, is_json
 from memory_bank.api.problems import HttpRefusal, validation_error
 from memory_bank.errors import DomainError, FieldError, InvalidInput, PayloadTooLarge, UnsupportedMediaType, field_errors
 from memory_bank.reply import Reply
@@ -94,8 +95,10 @@ def render_reply(reply: Reply[object], *, statuses: tuple[int, ...], media_type:
     return StreamingResponse(reply.body, status_code=status, media_type=media_type)  # type: ignore[arg-type]
 
 
-async def read_text_body(request: Request, max_bytes: int | None = None) -> str:
+async def read_text_body(request: Request, media_type: str, max_bytes: int | None = None) -> str:
     """A non-JSON request body (e.g. JSON lines) as text; undecodable bytes are the caller's error.
+
+    ``media_type`` is the one the spec declares for it, and the only one read.
 
     With ``max_bytes`` (the body schema's ``x-max-bytes``) the bytes are counted as they
     arrive and the body is refused with 413 the moment it passes the bound, or before a
@@ -103,7 +106,7 @@ async def read_text_body(request: Request, max_bytes: int | None = None) -> str:
     not, never sits whole in memory just to be rejected. Decoding runs in a worker thread,
     as it is linear in a body that may be tens of megabytes.
     """
-    body = await read_capped(request, max_bytes)
+    body = await read_capped(request, max_bytes, reads=media_type)
     return await run_in_threadpool(_decode, body)
 
 
@@ -126,19 +129,27 @@ async def read_json_body(request: Request, shape: type[BodyT], *, max_bytes: int
     by the generator. Validation is strict, as the schema an MCP client checks against
     is: ``"0.5"`` or ``true`` is not a number, so both doors accept the same bodies.
     """
-    raw = await read_capped(request, max_bytes)
+    raw = await read_capped(request, max_bytes, reads=JSON)
     if not raw.strip():
         raise validation_error([FieldError("/body", "required", "send a JSON body")])
     try:
         body = shape.model_validate_json(raw, strict=True)
     except pydantic.ValidationError as exc:
         errors: list[Any] = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
+        if all(e["type"] != "json_invalid" for e in errors):
+            _check_standard(raw)  # a NaN that failed a bound is still a body that is not JSON
         raise validation_error(field_errors(errors)) from None
-    try:
-        json.loads(raw, object_pairs_hook=_no_repeated_keys)
-    except ValueError as exc:  # what the model took but no other reader would: an integer of 4300+ digits
-        raise validation_error([FieldError("/body", "json", str(exc))]) from None
+    _check_standard(raw)
     return body
+
+
+def _check_standard(raw: bytes) -> None:
+    """Refuse what the model's parser took but JSON has not: ``NaN``, ``Infinity``, a key given
+    twice (``_no_repeated_keys``), an integer of 4300+ digits no other reader would take."""
+    try:
+        standard_json.loads(raw, object_pairs_hook=_no_repeated_keys)
+    except ValueError as exc:
+        raise validation_error([FieldError("/body", "json", str(exc))]) from None
 
 
 def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -146,8 +157,8 @@ def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
     The body model keeps the last; a proxy, a log or a reviewer may read the first. A
     body that means two things to two readers is refused rather than read one way.
-    Checked once the model has accepted the body, so it costs a second parse of valid
-    bodies only.
+    Checked once the model has parsed the body, so it costs a second parse of bodies
+    that are JSON only.
     """
     members = dict(pairs)
     if len(members) < len(pairs):
@@ -158,16 +169,23 @@ def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 async def read_capped(
-    request: Request, max_bytes: int | None, too_large: Callable[[], DomainError] | None = None
+    request: Request,
+    max_bytes: int | None,
+    too_large: Callable[[], DomainError] | None = None,
+    *,
+    reads: str | None = None,
 ) -> bytes:
     """The whole body, refused with 413 unread when Content-Length says it is over ``max_bytes``.
 
     A body without a length (chunked) is counted while it streams and cut off at the cap.
-    A body in a content coding (``check_identity_coding``) is refused before a byte is read.
+    A body in a content coding (``check_identity_coding``) is refused before a byte is read,
+    and so is one whose Content-Type is not ``reads`` (``check_media_type``), when given.
     Not FastAPI's ``max_body_size``: its limiter swaps whatever the app answers (a 401
     too) for a plain-text 413 when the declared length is over, breaking problem+json.
     """
     check_identity_coding(request)
+    if reads is not None:
+        check_media_type(request, reads)
     declared = request.headers.get("content-length", "")
     refuse = too_large or (lambda: _too_many_bytes(max_bytes))
     if max_bytes is not None and declared.isdigit() and int(declared) > max_bytes:
@@ -206,3 +224,22 @@ def check_identity_coding(request: Request) -> None:
     named = ", ".join(c if _CODING_NAME.match(c) else "(unreadable)" for c in foreign[:3])
     error = UnsupportedMediaType(f"the body is read as sent: Content-Encoding {named} is not decoded; send it uncompressed")
     raise HttpRefusal(error, headers={"Accept-Encoding": "identity"})
+
+
+def check_media_type(request: Request, declared: str) -> None:
+    """Refuse, 415 ``unsupported_media_type``, a body whose Content-Type is not the ``declared`` one.
+
+    A JSON body may also come as an ``application/*+json`` type; parameters and case do not
+    matter. Before, every body was parsed as JSON whatever it was sent as, so ``curl -d``'s
+    form encoding or ``text/plain`` (which a browser may send cross-origin without asking
+    first) reached the parser. A body that names no type is read as the declared one (RFC
+    9110 §8.3 lets the recipient look), as is every route's body: one type each. ``Accept``
+    on the answer names that type (§15.5.16). The type sent is not echoed.
+    """
+    sent = request.headers.getlist("content-type")
+    if not sent:
+        return
+    if len(sent) == 1 and (is_json(sent[0]) if declared == JSON else essence(sent[0]) == declared):
+        return
+    error = UnsupportedMediaType(f"this operation reads {declared}; send the body with Content-Type: {declared}")
+    raise HttpRefusal(error, headers={"Accept": declared})

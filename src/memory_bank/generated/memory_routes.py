@@ -158,7 +158,7 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
         principal: Annotated[Principal, Depends(authorize("memory:write"))],
         request: Request,
     ) -> Response:
-        body = await read_text_body(request, max_bytes=33554432)
+        body = await read_text_body(request, "application/x-ndjson", max_bytes=33554432)
         reply = await api.import_memories(principal, body=body)
         return render_reply(reply, statuses=(200,), media_type="application/json")
 

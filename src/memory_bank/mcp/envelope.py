@@ -12,7 +12,9 @@ nothing a client sent is reflected; a parse error adds the parser's reason, whic
 a kind of fault and a position, never the input. Some bodies are JSON by the grammar
 and still not read: a lone surrogate escape (``"\\ud800"``), nesting past the parser's
 depth limit, a number of thousands of digits; their reason says so rather than that
-the body is not JSON. Batches are refused: MCP 2025-06-18 dropped them.
+the body is not JSON. Some are not JSON and still read: ``NaN``, ``Infinity`` and
+``-Infinity``, which the parser takes (``standard_json``); they are a parse error here.
+Batches are refused: MCP 2025-06-18 dropped them.
 The body is checked with the SDK's own message adapter, so exactly what passes here
 is what the SDK accepts. Over stdio the SDK reads the lines itself and drops those it
 cannot take, leaving their sender waiting; ``classify`` names the same error for them.
@@ -34,6 +36,8 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 from starlette.responses import Response
+
+from memory_bank.standard_json import NOT_FINITE, non_finite
 
 NOT_JSON = "Parse error: the body could not be read as JSON"
 BATCH = "Invalid Request: batches are not supported; send one JSON-RPC message at a time"
@@ -82,12 +86,19 @@ def parse_error(reason: str) -> EnvelopeError:
     return EnvelopeError(PARSE_ERROR, f"{NOT_JSON}: {reason[:_MAX_REASON]}")
 
 
+def not_finite() -> EnvelopeError:
+    """``-32700`` for a ``NaN``, ``Infinity`` or ``-Infinity`` (or ``1e400``) that the SDK's parser took."""
+    return EnvelopeError(PARSE_ERROR, f"{NOT_JSON}: {NOT_FINITE}")
+
+
 def check_envelope(body: bytes) -> JSONRPCMessage:
     """The one JSON-RPC 2.0 message ``body`` is, else ``EnvelopeError``."""
     try:
         raw = pydantic_core.from_json(body)
     except ValueError as failure:
         raise parse_error(str(failure)) from None
+    if non_finite(raw):
+        raise not_finite()
     if isinstance(raw, list):
         raise EnvelopeError(INVALID_REQUEST, BATCH)
     try:
@@ -100,11 +111,19 @@ def check_envelope(body: bytes) -> JSONRPCMessage:
 
 
 def classify(failure: ValidationError) -> EnvelopeError:
-    """The error for a line the SDK's stdio reader could not take as a message (it parses and validates in one step)."""
+    """The error for a line the SDK's stdio reader could not take as a message (it parses and validates in one step).
+
+    A ``NaN`` is looked for in what the parser made of the line, which the union's
+    failures quote: whole, unless the line has ``method``, ``result`` and ``error`` all
+    (each failure then quotes one member), where a NaN elsewhere is not seen and the
+    line is an invalid request, as it is anyway.
+    """
     errors = failure.errors()
     invalid = next((e for e in errors if e["type"] == "json_invalid"), None)
     if invalid is not None:
         return parse_error(str((invalid.get("ctx") or {}).get("error", "")))
+    if any(non_finite(e.get("input")) for e in errors):
+        return not_finite()
     if errors and isinstance(errors[0].get("input"), list):
         return EnvelopeError(INVALID_REQUEST, BATCH)
     return EnvelopeError(INVALID_REQUEST, NOT_A_MESSAGE)

@@ -29,7 +29,6 @@ from typing import Any
 
 from fastapi import FastAPI
 from mcp.server.context import ServerRequestContext
-from mcp.server.streamable_http import check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types import JSONRPCMessage, JSONRPCRequest
 from starlette.requests import Request
@@ -39,6 +38,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from memory_bank.api.auth import RESOURCE_METADATA_PATH, bearer_token, challenged_principal, insufficient_scope
 from memory_bank.api.bodies import read_capped
+from memory_bank.api.media import JSON, accepts, essence
 from memory_bank.api.problems import HttpRefusal, problem_response
 from memory_bank.capabilities.execute.outcome import Caller
 from memory_bank.errors import (
@@ -211,10 +211,15 @@ class McpHttp:
 
 
 def _check_media_types(request: Request) -> None:
-    """The body is JSON and the client takes JSON back (responses are never event streams here)."""
-    content_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
-    if content_type != "application/json":
+    """The body is JSON and the client takes JSON back (responses are never event streams here).
+
+    MCP asks a client to send an ``Accept`` listing application/json and text/event-stream;
+    one without the header is refused as the SDK refuses it. One that lists JSON with
+    ``q=0`` (or only under a range with ``q=0``) does not take it (``media.accepts``);
+    the SDK's own check reads the names only.
+    """
+    if essence(request.headers.get("content-type", "")) != JSON:
         raise UnsupportedMediaType("send the JSON-RPC message with Content-Type: application/json")
-    accepts_json, _ = check_accept_headers(request)
-    if not accepts_json:
+    accept = ", ".join(request.headers.getlist("accept"))
+    if not accepts(accept, JSON):
         raise NotAcceptable("responses are application/json; send Accept: application/json, text/event-stream")

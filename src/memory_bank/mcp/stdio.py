@@ -23,9 +23,10 @@ from pydantic import ValidationError
 from memory_bank.app import create_app
 from memory_bank.capabilities.execute.outcome import Caller
 from memory_bank.errors import Unauthorized
-from memory_bank.mcp.envelope import classify
+from memory_bank.mcp.envelope import classify, not_finite
 from memory_bank.mcp.server import build_server
 from memory_bank.settings import Profile, Settings
+from memory_bank.standard_json import non_finite
 
 
 class StdioRefused(RuntimeError):
@@ -73,6 +74,7 @@ async def answering_malformed(
 ) -> AsyncIterator[MemoryObjectReceiveStream[SessionMessage | Exception]]:
     """The messages read from stdin; a line that is not one JSON-RPC message is answered
     with the JSON-RPC error HTTP gives it (id null), not dropped while its sender waits.
+    A message the reader took with a ``NaN`` or an ``Infinity`` in it is one too (-32700).
 
     One refusal of HTTP's is missing here: a request whose ``id`` is an object, an array, a
     float, a boolean or null (``envelope.BAD_ID``). The SDK's reader validates it as a
@@ -89,6 +91,8 @@ async def answering_malformed(
             async for item in lines:
                 if isinstance(item, ValidationError):
                     await replies.send(SessionMessage(classify(item).reply()))
+                elif isinstance(item, SessionMessage) and non_finite(item.message.model_dump()):
+                    await replies.send(SessionMessage(not_finite().reply()))
                 else:
                     await send.send(item)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pydantic_core
 
+from memory_bank.api.media import is_json
 from memory_bank.api.problems import error_for_status, problem_document
 from memory_bank.errors import DomainError, ErrorCode
 from memory_bank.reply import Reply
@@ -95,12 +96,6 @@ def is_wrapped(output_schema: Mapping[str, Any] | None) -> bool:
         and output_schema.get("required") == ["result"]
         and properties["result"].get("type") != "object"
     )
-
-
-def is_json(content_type: str) -> bool:
-    """``application/json`` or a ``+json`` type (a problem); JSON lines (``x-ndjson``) are text, not one JSON value."""
-    media_type = content_type.partition(";")[0].strip().lower()
-    return media_type == "application/json" or media_type.endswith("+json")
 
 
 def _success(body: Any, output_schema: Mapping[str, Any] | None) -> Outcome:

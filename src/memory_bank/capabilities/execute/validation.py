@@ -24,6 +24,7 @@ from jsonschema import Draft202012Validator, ValidationError
 
 from memory_bank.capabilities.execute.argument_hints import object_example, where_it_belongs
 from memory_bank.errors import FieldError, json_pointer
+from memory_bank.pattern_messages import pattern_message
 
 __all__ = ["GROUPS", "ArgumentSchema", "decode_groups", "schema_failures"]
 
@@ -92,7 +93,8 @@ def _field_errors(error: ValidationError, root: Mapping[str, Any]) -> list[Field
             for name in value
             if name not in known
         ]
-    phrase = _PHRASES.get(rule, "fails " + rule).format(json.dumps(error.validator_value))
+    worded = pattern_message(error.validator_value) if rule == "pattern" else None
+    phrase = worded or _PHRASES.get(rule, "fails " + rule).format(json.dumps(error.validator_value))
     example = object_example(schema, root, value) if rule == "type" and error.validator_value == "object" else ""
     hint = f", e.g. {example}" if example else ""
     return [FieldError(json_pointer(where), rule, f"{phrase}{hint}; got {_json_type(value)}")]

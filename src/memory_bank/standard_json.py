@@ -1,0 +1,47 @@
+"""JSON numbers as RFC 8259 has them: no ``NaN``, ``Infinity`` or ``-Infinity``, nothing past a double.
+
+Python's and pydantic's parsers both take those tokens (and read ``1e400`` as infinity),
+so a NaN reached a model and failed a bound, or passed where there was none, and came
+back as ``null``. Every door refuses them where it parses a body instead, with this
+one reason: REST and import as a body that is not JSON, MCP as a ``-32700``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+NOT_FINITE = "NaN, Infinity and -Infinity are not JSON numbers (RFC 8259), nor is one past a double's range such as 1e400"
+
+
+class NotStandardJson(ValueError):
+    """A body or line the JSON grammar does not admit, or one this service does not read."""
+
+
+def _no_constant(name: str) -> NoReturn:
+    raise NotStandardJson(NOT_FINITE)
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise NotStandardJson(NOT_FINITE)
+    return number
+
+
+def loads(text: str | bytes, object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None) -> Any:
+    """``json.loads`` refusing non-finite numbers (``NotStandardJson``); other faults are its ``ValueError``."""
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite, object_pairs_hook=object_pairs_hook)
+
+
+def non_finite(value: Any) -> bool:
+    """Whether an already parsed value holds a NaN or an infinity anywhere (what such a token parses to)."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(non_finite(member) for member in value.values())
+    if isinstance(value, list):
+        return any(non_finite(item) for item in value)
+    return False
