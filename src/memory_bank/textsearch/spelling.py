@@ -15,7 +15,7 @@ edit away from the request's word, over the letters the known words use, looked 
 them. That costs a few hundred lookups for a word that needs it and nothing at indexing, where
 a deletion index (SymSpell's) over a vendor's thousands of words took a quarter of a second.
 
-Measurements and the choice of ``SHORTEST``: ``docs/decisions/0035-spelling.md``.
+Measurements and the choice of ``SHORTEST``: ``docs/decisions/0035-spelling-and-value-shapes.md``.
 """
 
 from __future__ import annotations

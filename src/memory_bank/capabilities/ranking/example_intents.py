@@ -20,8 +20,9 @@ examples say little about (two or three words) keeps most of its counted shape. 
 on its own scale, and an operation without examples (a vendor spec's) keeps its score: a catalog
 without examples ranks as before.
 
-The regularisation and the n-gram range were chosen by leaving one of our two development
-request sets out (``docs/decisions/0032-example-intents.md``).
+The regularisation and the n-gram range were chosen by leaving one of our development request
+sets out (``docs/decisions/0032-example-intents.md``); the value shapes in
+``docs/decisions/0035-spelling-and-value-shapes.md``.
 """
 
 from __future__ import annotations

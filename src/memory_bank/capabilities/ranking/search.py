@@ -14,6 +14,9 @@ built once at construction and answered from memory:
   evidence. Its share, ``API_WEIGHT``, is a quarter: a tie-breaker between APIs, never
   the main evidence.
 
+First, a word of the request that is neither the catalog's nor English and is one edit from a
+word of the catalog is read as that word (``textsearch.spelling``): "remmeber" as "remember".
+
 Score = ``(1 - API_WEIGHT) * operation + API_WEIGHT * api``, both in [0, 1] (see
 ``textsearch.bm25`` for what 1 means), so the score is in [0, 1] and a caller may apply
 a fixed ``min_score``. An operation with ``x-capability.examples`` mixes in how well the
