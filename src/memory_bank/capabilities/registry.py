@@ -22,8 +22,8 @@ Capability = Mapping[str, Any]
 #: several cards, per ranker: the lexical score is the share of the request a capability
 #: covers, the hybrid's is relative to the query's best, so their scales differ. Chosen by
 #: leave-one-source-out (``evals/capability_scores.py``, docs/decisions/0016).
-CONFIDENT_LEXICAL = 0.085
-CONFIDENT_HYBRID = 0.81
+CONFIDENT_LEXICAL = 0.08
+CONFIDENT_HYBRID = 0.83
 
 #: ``allows(permission)``: whether the caller may use an operation needing it.
 Allows = Callable[[str], bool]
