@@ -68,7 +68,10 @@ class Spelling:
     """The words of some texts, and the correction of a request's words to them."""
 
     def __init__(self, texts: Iterable[str]) -> None:
-        self._uses = Counter(word.lower() for text in texts for word in _LETTERS.findall(text))
+        self._uses: Counter[str] = Counter()
+        for text, repeats in Counter(texts).items():  # a spec repeats its field descriptions hundreds of times
+            for word in _LETTERS.findall(text):
+                self._uses[word.lower()] += repeats
         letters: Counter[str] = Counter()
         for word, uses in self._uses.items():
             for letter in word:

@@ -74,10 +74,6 @@ class TextIntents:
         of each capability that has some, labelled with its position; None with fewer than two
         such capabilities (nothing to tell apart) or more than ``MOST_OPERATIONS``. ``shapes``:
         whether ids and paths are read as their shapes (:func:`value_shapes`)."""
-        from sklearn.feature_extraction.text import TfidfVectorizer
-        from sklearn.linear_model import LogisticRegression
-        from threadpoolctl import threadpool_limits
-
         texts: list[str] = []
         owners: list[int] = []
         for position, (capability, own_examples) in enumerate(zip(capabilities, examples)):
@@ -88,6 +84,11 @@ class TextIntents:
                 owners += [position] * len(phrases)
         if not 2 <= len(set(owners)) <= MOST_OPERATIONS:
             return None
+        # Imported here, once a catalog has something to train: scikit-learn takes 0.7-1.4 s to import.
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.linear_model import LogisticRegression
+        from threadpoolctl import threadpool_limits
+
         preprocessor: Callable[[str], str] = value_shapes if shapes else str.lower
         vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=NGRAMS, sublinear_tf=True, preprocessor=preprocessor)
         features = vectorizer.fit_transform(texts)

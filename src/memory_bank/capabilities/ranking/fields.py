@@ -30,12 +30,12 @@ no description) is dropped so the title is not counted twice.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from memory_bank.textsearch.tokenize import identifier_terms, phrases
 
-__all__ = ["FIELD_WEIGHTS", "api_terms", "field_texts", "fields", "response_words"]
+__all__ = ["FIELD_WEIGHTS", "api_terms", "field_texts", "fields_of", "response_words"]
 
 FIELD_WEIGHTS: Mapping[str, float] = {
     "name": 2.0,
@@ -129,9 +129,9 @@ def field_texts(capability: Mapping[str, Any]) -> dict[str, list[str]]:
     }
 
 
-def fields(capability: Mapping[str, Any]) -> dict[str, list[str]]:
-    """The capability's searchable text as ``{field: terms}`` (keys of :data:`FIELD_WEIGHTS`)."""
-    texts = field_texts(capability)
+def fields_of(texts: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    """A capability's searchable text as ``{field: terms}`` (keys of :data:`FIELD_WEIGHTS`), from
+    its :func:`field_texts`."""
     terms = {name: identifier_terms(*parts) for name, parts in texts.items() if name != "examples"}
     prose = [terms[name] for name in ("name", "title", "path", "description")]
     examples = [identifier_terms(e) for e in texts["examples"]]

@@ -53,7 +53,7 @@ from typing import Any
 
 from memory_bank.capabilities.ranking import request_steps, safety
 from memory_bank.capabilities.ranking.example_requests import EXAMPLE_WEIGHT, ExampleRequests
-from memory_bank.capabilities.ranking.fields import FIELD_WEIGHTS, api_terms, field_texts, fields
+from memory_bank.capabilities.ranking.fields import FIELD_WEIGHTS, api_terms, field_texts, fields_of
 from memory_bank.capabilities.ranking.question_fallback import ANSWER_TERMS, FALLBACK_WEIGHT, asks_question
 from memory_bank.capabilities.ranking.semantic import SemanticIndex, TextVectors, capability_texts
 from memory_bank.textsearch.bm25 import BM25F
@@ -141,7 +141,8 @@ class CapabilitySearch:
         self._capabilities = list(capabilities)
         self._ranking = ranking
         self._fusion = (semantic_weight, lexical_floor)
-        self._operations = BM25F([fields(c) for c in self._capabilities], ranking.field_weights, k1=ranking.k1, b=ranking.b)
+        written = [field_texts(c) for c in self._capabilities]
+        self._operations = BM25F([fields_of(texts) for texts in written], ranking.field_weights, k1=ranking.k1, b=ranking.b)
         sources: dict[str, int] = {}
         self._source_of = [sources.setdefault(str(c.get("source") or ""), len(sources)) for c in self._capabilities]
         pooled: list[list[str]] = [[] for _ in sources]
@@ -150,8 +151,7 @@ class CapabilitySearch:
         self._apis = BM25F([{"api": words} for words in pooled], {"api": 1.0}, k1=ranking.k1, b=ranking.b)
         self._examples = ExampleRequests(self._capabilities, intents=ranking.example_intents, shapes=ranking.value_shapes)
         self._hazards = [safety.Hazard.of(c) for c in self._capabilities]
-        written = (text for c in self._capabilities for texts in field_texts(c).values() for text in texts)
-        self._spelling = Spelling(written) if ranking.spelling else None
+        self._spelling = Spelling(t for texts in written for parts in texts.values() for t in parts) if ranking.spelling else None
         self._answers = self._operations.scores(ANSWER_TERMS)
         texts = [capability_texts(c) for c in self._capabilities]
         self._semantic = SemanticIndex(embedder, texts, vectors=vectors) if embedder and texts else None
