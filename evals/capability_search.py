@@ -75,7 +75,6 @@ SWITCHES: Mapping[str, Mapping[str, Any]] = {
     "request_steps": {"request_steps": False},
     "safety": {"safety": False},
     "example_intents": {"example_intents": False},
-    "spelling": {"spelling": False},
     "value_shapes": {"value_shapes": False},
 }
 #: Every name ``--ablate`` takes: each BM25F field, then each switch.

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memory_bank.capabilities.ranking import request_steps
-from memory_bank.capabilities.ranking.fields import field_texts, fields_of
+from memory_bank.capabilities.ranking.fields import fields
 from memory_bank.capabilities.ranking.question_fallback import asks_question
 from memory_bank.capabilities.ranking.search import CapabilitySearch, Match, Ranking
 from memory_bank.generated.catalog import CAPABILITIES
@@ -137,7 +137,7 @@ def test_fields_keep_path_words_and_response_fields_apart() -> None:
         "$defs": {"Country": {"type": "object", "properties": {"officialName": {"description": "Official name"}, "borders": {"type": "array", "items": {"$ref": "#/$defs/Country"}}}}},
     }
     entry = capability("getCountry", "Country info", "GET", "/countries/{countryCode}/info", code="ISO code") | {"outputSchema": cyclic}
-    got = fields_of(field_texts(entry))
+    got = fields(entry)
     assert got["path"] == ["countri", "info"]
     assert got["params"] == ["code"]
     assert got["returns"] == ["result", "offici", "name", "offici", "name", "border"]
@@ -147,8 +147,8 @@ def test_fields_keep_path_words_and_response_fields_apart() -> None:
 def test_examples_are_a_field_of_their_own_that_reaches_an_operation_its_text_does_not_name() -> None:
     noted = capability("postNote", "Create a note", "POST", "/notes") | {"examples": ["jot down that the meeting moved"]}
     words = identifier_terms("jot down that the meeting moved")
-    assert fields_of(field_texts(noted))["examples"] == [*words, *phrases(words)]
-    assert fields_of(field_texts(CATALOG[0]))["examples"] == []
+    assert fields(noted)["examples"] == [*words, *phrases(words)]
+    assert fields(CATALOG[0])["examples"] == []
     ranked = CapabilitySearch([*CATALOG, noted]).search("jot down that the meeting moved to Friday")
     assert ranked[0].capability["name"] == "postNote"
     assert CapabilitySearch([*CATALOG, noted | {"examples": []}]).search("jot down that the meeting moved") == []

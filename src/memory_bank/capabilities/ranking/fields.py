@@ -30,12 +30,12 @@ no description) is dropped so the title is not counted twice.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from memory_bank.textsearch.tokenize import identifier_terms, phrases
 
-__all__ = ["FIELD_WEIGHTS", "api_terms", "field_texts", "fields_of", "response_words"]
+__all__ = ["FIELD_WEIGHTS", "api_terms", "fields", "response_words"]
 
 FIELD_WEIGHTS: Mapping[str, float] = {
     "name": 2.0,
@@ -110,33 +110,24 @@ def _literal_path(path: str) -> str:
     return "".join(out)
 
 
-def field_texts(capability: Mapping[str, Any]) -> dict[str, list[str]]:
-    """The capability's searchable text as written, ``{field: texts}``, for the fields that
-    are text (every key of :data:`FIELD_WEIGHTS` but ``phrases``, made from these)."""
+def fields(capability: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The capability's searchable text as ``{field: terms}`` (keys of :data:`FIELD_WEIGHTS`)."""
     title = _text(capability.get("title")).strip()
+    examples = [identifier_terms(e) for e in capability.get("examples") or () if isinstance(e, str)]
     description = _text(capability.get("description")).strip()
     arguments = list(_arguments(capability))
-    return {
-        "name": [_text(capability.get("name"))],
-        "title": [title],
-        "path": [_literal_path(_text(capability.get("path")))],
-        "description": [description] if description != title else [],
-        "tags": _tags(capability),
-        "params": [name for name, _ in arguments],
-        "param_text": [text for _, text in arguments],
-        "returns": response_words(capability),
-        "examples": [e for e in capability.get("examples") or () if isinstance(e, str)],
+    prose = {
+        "name": identifier_terms(_text(capability.get("name"))),
+        "title": identifier_terms(title),
+        "path": identifier_terms(_literal_path(_text(capability.get("path")))),
+        "description": identifier_terms(description) if description != title else [],
     }
-
-
-def fields_of(texts: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
-    """A capability's searchable text as ``{field: terms}`` (keys of :data:`FIELD_WEIGHTS`), from
-    its :func:`field_texts`."""
-    terms = {name: identifier_terms(*parts) for name, parts in texts.items() if name != "examples"}
-    prose = [terms[name] for name in ("name", "title", "path", "description")]
-    examples = [identifier_terms(e) for e in texts["examples"]]
-    return terms | {
-        "phrases": [pair for words in prose for pair in phrases(words)],
+    return prose | {
+        "tags": identifier_terms(*_tags(capability)),
+        "params": identifier_terms(*(name for name, _ in arguments)),
+        "param_text": identifier_terms(*(text for _, text in arguments)),
+        "returns": identifier_terms(*response_words(capability)),
+        "phrases": [pair for words in prose.values() for pair in phrases(words)],
         "examples": [term for words in examples for term in (*words, *phrases(words))],
     }
 

@@ -14,9 +14,6 @@ built once at construction and answered from memory:
   evidence. Its share, ``API_WEIGHT``, is a quarter: a tie-breaker between APIs, never
   the main evidence.
 
-First, a word of the request that is neither the catalog's nor English and is one edit from a
-word of the catalog is read as that word (``textsearch.spelling``): "remmeber" as "remember".
-
 Score = ``(1 - API_WEIGHT) * operation + API_WEIGHT * api``, both in [0, 1] (see
 ``textsearch.bm25`` for what 1 means), so the score is in [0, 1] and a caller may apply
 a fixed ``min_score``. An operation with ``x-capability.examples`` mixes in how well the
@@ -53,13 +50,12 @@ from typing import Any
 
 from memory_bank.capabilities.ranking import request_steps, safety
 from memory_bank.capabilities.ranking.example_requests import EXAMPLE_WEIGHT, ExampleRequests
-from memory_bank.capabilities.ranking.fields import FIELD_WEIGHTS, api_terms, field_texts, fields_of
+from memory_bank.capabilities.ranking.fields import FIELD_WEIGHTS, api_terms, fields
 from memory_bank.capabilities.ranking.question_fallback import ANSWER_TERMS, FALLBACK_WEIGHT, asks_question
 from memory_bank.capabilities.ranking.semantic import SemanticIndex, TextVectors, capability_texts
 from memory_bank.textsearch.bm25 import BM25F
 from memory_bank.textsearch.embeddings import Embedder
 from memory_bank.textsearch.fusion import LEXICAL_FLOOR, SEMANTIC_WEIGHT, fuse
-from memory_bank.textsearch.spelling import Spelling
 from memory_bank.textsearch.tokenize import identifier_terms, phrases
 
 __all__ = ["API_WEIGHT", "CapabilitySearch", "Match", "Ranking"]
@@ -108,8 +104,6 @@ class Ranking:
     example_intents: bool = True
     #: Whether that classifier reads ids and paths as their shapes (``example_intents.value_shapes``).
     value_shapes: bool = True
-    #: Whether a request's misspelt words are corrected to the catalog's (``textsearch.spelling``).
-    spelling: bool = True
 
 
 @dataclass(frozen=True)
@@ -141,8 +135,7 @@ class CapabilitySearch:
         self._capabilities = list(capabilities)
         self._ranking = ranking
         self._fusion = (semantic_weight, lexical_floor)
-        written = [field_texts(c) for c in self._capabilities]
-        self._operations = BM25F([fields_of(texts) for texts in written], ranking.field_weights, k1=ranking.k1, b=ranking.b)
+        self._operations = BM25F([fields(c) for c in self._capabilities], ranking.field_weights, k1=ranking.k1, b=ranking.b)
         sources: dict[str, int] = {}
         self._source_of = [sources.setdefault(str(c.get("source") or ""), len(sources)) for c in self._capabilities]
         pooled: list[list[str]] = [[] for _ in sources]
@@ -151,7 +144,6 @@ class CapabilitySearch:
         self._apis = BM25F([{"api": words} for words in pooled], {"api": 1.0}, k1=ranking.k1, b=ranking.b)
         self._examples = ExampleRequests(self._capabilities, intents=ranking.example_intents, shapes=ranking.value_shapes)
         self._hazards = [safety.Hazard.of(c) for c in self._capabilities]
-        self._spelling = Spelling(t for texts in written for parts in texts.values() for t in parts) if ranking.spelling else None
         self._answers = self._operations.scores(ANSWER_TERMS)
         texts = [capability_texts(c) for c in self._capabilities]
         self._semantic = SemanticIndex(embedder, texts, vectors=vectors) if embedder and texts else None
@@ -173,7 +165,6 @@ class CapabilitySearch:
         query returns ``[]``: listing by category is the caller's job.
         """
         ranking = self._ranking
-        query = self._spelling.correct(query) if self._spelling is not None else query
         words = identifier_terms(query)
         if limit <= 0 or not words:
             return []
