@@ -35,6 +35,7 @@ BODIES = [
     ("PUT", "/v1/memory/keypaths/a.b", '{{"content": "a value", "confidence": {}}}'),
     ("PATCH", f"/v1/memory/{ID}", '{{"confidence": {}}}'),
     ("POST", f"/v1/memory/{ID}/feedback", '{{"feedback": "helpful", "extra": {{"deep": [{}]}}}}'),
+    ("POST", "/v1/memory", '{{"content": "a fact", "confidence": {}, "confidence": 0.5}}'),
 ]
 PARSE_ERROR = {"code": -32700, "message": f"{NOT_JSON}: {NOT_FINITE}"}
 
@@ -88,8 +89,11 @@ def test_finite_numbers_still_pass(make_client: MakeClient) -> None:
         '{{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {{"_meta": {{"n": {}}}}}}}',
         '{{"jsonrpc": "2.0", "id": {}, "method": "ping"}}',
         "{}",
+        '{{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {{"name": "execute_capability", '
+        '"arguments": {{"name": "postMemory", "body": {{"content": "a fact", "confidence": {}, "confidence": 0.5}}}}}}}}',
+        '{{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {{"n": {}}}, "params": {{}}}}',
     ],
-    ids=["tool call", "ping", "as the id", "alone"],
+    ids=["tool call", "ping", "as the id", "alone", "under a repeated key", "a repeated member"],
 )
 def test_mcp_answers_a_not_json_number_with_a_parse_error(app: FastAPI, make_token: MakeToken, token, template) -> None:
     headers = {"Authorization": f"Bearer {make_token('acme', 'ann')}", "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}

@@ -37,6 +37,7 @@ from mcp_types import (
 from pydantic import ValidationError
 from starlette.responses import Response
 
+from memory_bank import standard_json
 from memory_bank.standard_json import NOT_FINITE, non_finite
 
 NOT_JSON = "Parse error: the body could not be read as JSON"
@@ -56,6 +57,9 @@ _READABLE_REASONS = (
     ("number out of range", "a number has more digits than the parser reads"),
 )
 _POSITION = re.compile(r" at line \d+ column \d+$")
+#: Bytes without which a body holds no non-finite token: ``NaN``, ``Infinity``, or a number
+#: with an exponent (``1e400``). Only a body with one is parsed a second time.
+_MAYBE_NOT_FINITE = re.compile(rb"NaN|Infinity|[0-9][eE]")
 _MAX_REASON = 120
 
 
@@ -97,7 +101,7 @@ def check_envelope(body: bytes) -> JSONRPCMessage:
         raw = pydantic_core.from_json(body)
     except ValueError as failure:
         raise parse_error(str(failure)) from None
-    if non_finite(raw):
+    if non_finite(raw) or _hidden_non_finite(body):
         raise not_finite()
     if isinstance(raw, list):
         raise EnvelopeError(INVALID_REQUEST, BATCH)
@@ -108,6 +112,20 @@ def check_envelope(body: bytes) -> JSONRPCMessage:
     if isinstance(message, JSONRPCNotification) and isinstance(raw, dict) and "id" in raw:
         raise EnvelopeError(INVALID_REQUEST, BAD_ID)
     return message
+
+
+def _hidden_non_finite(body: bytes) -> bool:
+    """Whether a non-finite token sits where the parsed value no longer shows it: under a key
+    given again later (``"confidence": NaN, "confidence": 0.5``), which REST refuses as not JSON."""
+    if _MAYBE_NOT_FINITE.search(body) is None:
+        return False
+    try:
+        standard_json.loads(body)
+    except standard_json.NotStandardJson:
+        return True
+    except ValueError:
+        return False  # what the SDK's parser read and Python's does not (an integer of 4300+ digits)
+    return False
 
 
 def classify(failure: ValidationError) -> EnvelopeError:
