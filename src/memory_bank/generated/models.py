@@ -109,11 +109,10 @@ Content = Annotated[
             "[^\\x00-\\x20\\x7f-\\xa0\\xad\\u034f\\u0600-\\u0605\\u061c"
             "\\u06dd\\u070f\\u0890\\u0891\\u08e2\\u115f\\u1160\\u1680\\"
             "u17b4\\u17b5\\u180b-\\u180f\\u2000-\\u200f\\u2028-\\u202f"
-            "\\u205f-\\u2064\\u2066-\\u206f\\u2800\\u3000\\u3164\\ufe00"
-            "-\\ufe0f\\ufeff\\uffa0\\ufff9-\\ufffb\U000110bd\U000110cd"
-            "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-"
-            "\U0001d17a\U000e0001\U000e0020-\U000e007f\U000e0100-"
-            "\U000e01ef]"
+            "\\u205f-\\u206f\\u2800\\u3000\\u3164\\ufe00-\\ufe0f\\ufeff"
+            "\\uffa0\\ufff0-\\ufffb\U000110bd\U000110cd\U00013430-"
+            "\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+            "\U000e0000-\U000e0fff]"
         ),
         description=(
             "The knowledge itself, in plain words: at least one visible "
