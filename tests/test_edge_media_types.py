@@ -200,7 +200,7 @@ REST_BODIES = [
 
 @pytest.mark.parametrize(
     "content_type",
-    ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/xml", "json", "application/jsonx", ";", "\u00e9/json"],
+    ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/xml", "json", "application/jsonx", ";", "\u00e9/json", "application/+json", "application/ +json", "application/vnd api+json", "*/*"],
 )
 @pytest.mark.parametrize(("method", "path", "body", "declared"), REST_BODIES)
 def test_rest_refuses_a_body_in_a_media_type_its_spec_does_not_declare(local: TestClient, bearer, content_type, method, path, body, declared) -> None:

@@ -21,10 +21,14 @@ def essence(media_type: str) -> str:
     return media_type.partition(";")[0].strip().lower()
 
 
+#: ``application/json`` or ``application/<name>+json``, the name a token (RFC 9110 §5.6.2) and not
+#: empty: a suffix names the syntax of a subtype (RFC 6838 §4.2.8), so ``+json`` alone names none.
+_JSON_ESSENCE = re.compile(r"^application/(?:[!#$%&'*+.^_`|~0-9a-z-]*[!#$%&'*.^_`|~0-9a-z-]\+)?json$")
+
+
 def is_json(media_type: str) -> bool:
     """``application/json`` or a JSON-suffixed ``application/*+json`` (RFC 6839), such as a problem."""
-    kind = essence(media_type)
-    return kind == JSON or (kind.startswith("application/") and kind.endswith("+json"))
+    return _JSON_ESSENCE.match(essence(media_type)) is not None
 
 
 def _weighted_ranges(accept: str) -> list[tuple[str, float]]:
