@@ -150,11 +150,16 @@ def test_every_operation_with_a_body_declares_the_415() -> None:
         "*/*;q=0",
         "application/json;Q=0",
         "text/event-stream, application/json;q=0, */*",
+        "application/json;q=0.0000, text/event-stream",
+        "application/json;q=-1, text/event-stream",
+        "application/json;q=00, */*",
     ],
 )
 def test_mcp_takes_q_0_as_not_acceptable(local: TestClient, bearer, accept: str) -> None:
     """A media range with q=0 is "not acceptable" (RFC 9110 §12.4.2), however else it is written;
-    the most specific range decides (§12.5.1), so ``*/*`` does not undo ``application/json;q=0``."""
+    the most specific range decides (§12.5.1), so ``*/*`` does not undo ``application/json;q=0``.
+    A weight past the grammar that is still a number (``0.0000``, ``-1``) is read clamped to 0..1,
+    as werkzeug reads one, rather than as no weight at all (1)."""
     headers = {**bearer, "Accept": accept}
     for message in (PING, CALL):
         problem(local.post("/mcp", json=message, headers=headers), 406, "not_acceptable")
@@ -174,6 +179,10 @@ def test_mcp_takes_q_0_as_not_acceptable(local: TestClient, bearer, accept: str)
         "*/*;q=0, application/json;q=0.001",
         "APPLICATION/JSON",
         "text/html, application/json ; q=0.8",
+        "application/json;q=1.5",
+        "application/json;q=abc",
+        "application/json;q=nan, */*;q=0",
+        "application/json;q=0.00001",
     ],
 )
 def test_mcp_still_answers_any_acceptance_of_json(local: TestClient, bearer, accept: str) -> None:

@@ -12,8 +12,10 @@ import re
 
 JSON = "application/json"
 
-#: A weight as RFC 9110 §12.4.2 writes one; another spelling is taken as no weight (1).
-_QVALUE = re.compile(r"^(?:0(?:\.\d{0,3})?|1(?:\.0{0,3})?)$")
+#: A weight: RFC 9110 §12.4.2 writes 0 to 1 with three decimals at most, but a decimal past
+#: that (``0.0000``, ``-1``, ``1.5``) still says what its sender meant and is read clamped to
+#: 0..1, as werkzeug reads it; what is no decimal (``abc``, ``nan``, ``"0"``) is no weight (1).
+_DECIMAL = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)$")
 
 
 def essence(media_type: str) -> str:
@@ -41,8 +43,8 @@ def _weighted_ranges(accept: str) -> list[tuple[str, float]]:
         weight = 1.0
         for parameter in parameters:
             name, _, value = parameter.partition("=")
-            if name.strip().lower() == "q" and _QVALUE.match(value.strip()):
-                weight = float(value)
+            if name.strip().lower() == "q" and _DECIMAL.match(value.strip()):
+                weight = min(max(float(value), 0.0), 1.0)
         ranges.append((media_range.lower(), weight))
     return ranges
 
