@@ -73,6 +73,18 @@ def test_an_import_line_with_one_is_refused_at_that_line(make_client: MakeClient
     assert NOT_FINITE in answer.json()["errors"][0]["message"]
 
 
+@pytest.mark.parametrize("token", TOKENS)
+def test_an_import_line_with_one_under_a_repeated_key_is_refused_too(make_client: MakeClient, token: str) -> None:
+    """The model keeps the later member, so the line it took showed no NaN; REST refuses such a body."""
+    ann = make_client("acme", "ann")
+    assert ann.post("/v1/memory", json={"content": "a fact"}).status_code == 201
+    line = json.dumps({**exported(ann)[0], "id": "B" * 21}).replace('"confidence": 0.6', f'"confidence": {token}, "confidence": 0.6')
+    answer = ann.post("/v1/memory/import", content=line + "\n")
+    assert answer.status_code == 422 and answer.json()["code"] == "invalid_params", answer.text
+    assert [(e["field"], e["rule"]) for e in answer.json()["errors"]] == [("/body/line/1", "json")]
+    assert len(ann.get("/v1/memory").json()["items"]) == 1
+
+
 def test_finite_numbers_still_pass(make_client: MakeClient) -> None:
     ann = make_client("acme", "ann")
     for number in ("0.5", "1e-400", "1E0", "-0.0"):

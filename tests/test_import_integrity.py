@@ -271,3 +271,16 @@ def test_an_import_is_written_in_batches_of_whole_chains_and_a_rerun_completes_i
     monkeypatch.setattr(importer, "write_batch", write)
     assert store.import_records(target, records) == (3, 2)
 
+
+
+# -- a key given twice -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("repeat", ['"content": "a second reading"', '"user_id": "eve"', '"deleted_at": null'])
+def test_a_line_with_a_key_given_twice_is_refused_as_a_rest_body_is(ann: TestClient, gus: TestClient, repeat: str) -> None:
+    """The model keeps the later member; a reviewer of the file may read the first. REST refuses
+    such a body (``uniqueKeys``), so the import refuses the line, naming it, and writes nothing."""
+    line = json.dumps(exported(ann)[0] if one(ann) else {})
+    answer = gus.post("/v1/memory/import", content=f"{line[:-1]}, {repeat}}}\n")
+    assert rules(answer) == [("/body/line/1", "uniqueKeys")]
+    assert exported(gus) == []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections import Counter
 from typing import Any, NoReturn
 
 NOT_FINITE = "NaN, Infinity and -Infinity are not JSON numbers (RFC 8259), nor is one past a double's range such as 1e400"
@@ -18,6 +18,19 @@ NOT_FINITE = "NaN, Infinity and -Infinity are not JSON numbers (RFC 8259), nor i
 
 class NotStandardJson(ValueError):
     """A body or line the JSON grammar does not admit, or one this service does not read."""
+
+
+class RepeatedKeys(ValueError):
+    """An object names a key twice (``{"user_id": "a", "user_id": "b"}``): the models keep the
+    last, a proxy, a log or a reviewer may read the first, so it is refused rather than read one way."""
+
+
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    members = dict(pairs)
+    if len(members) < len(pairs):
+        repeated = sorted(key for key, count in Counter(key for key, _ in pairs).items() if count > 1)
+        raise RepeatedKeys(f"the key(s) {', '.join(map(repr, repeated))} appear more than once in one object")
+    return members
 
 
 def _no_constant(name: str) -> NoReturn:
@@ -31,9 +44,11 @@ def _finite(text: str) -> float:
     return number
 
 
-def loads(text: str | bytes, object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None) -> Any:
-    """``json.loads`` refusing non-finite numbers (``NotStandardJson``); other faults are its ``ValueError``."""
-    return json.loads(text, parse_constant=_no_constant, parse_float=_finite, object_pairs_hook=object_pairs_hook)
+def loads(text: str | bytes, *, unique_keys: bool = False) -> Any:
+    """``json.loads`` refusing non-finite numbers (``NotStandardJson``) and, with ``unique_keys``,
+    a key given twice in one object (``RepeatedKeys``); other faults are its ``ValueError``."""
+    hook = _unique_members if unique_keys else None
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite, object_pairs_hook=hook)
 
 
 def non_finite(value: Any) -> bool:

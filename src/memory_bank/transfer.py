@@ -84,6 +84,9 @@ def _in_utc(name: str, value: datetime) -> datetime:
 
 def _parse_line(number: int, line: str) -> Record:
     memory = models.Memory.model_validate_json(line)
+    error = _standard_error(number, line)
+    if error is not None:
+        raise _NotStandardLine(error)
     fields = memory.model_dump(exclude_none=True)
     models.MemoryCreate.model_validate({k: fields[k] for k in _WRITABLE if k in fields})
     fields.update((name, _in_utc(name, fields[name])) for name in _TIMESTAMPS if name in fields)
@@ -91,16 +94,27 @@ def _parse_line(number: int, line: str) -> Record:
 
 
 def _unreadable(number: int, line: str, failure: ValidationError) -> FieldError | None:
-    """The line's error when it is not JSON to a standard reader (a ``NaN`` that failed a bound).
-
-    Checked only for a line the model refused: it forbids unknown members and bounds its
-    one number (``confidence``), so no line it takes holds a NaN, and a valid line costs
-    one parse. Another fault a standard reader finds is left to the model's own errors.
-    """
+    """The line's error when it is not JSON to a standard reader (a ``NaN`` that failed a bound)."""
     if any(e["type"] == "json_invalid" for e in failure.errors()):
         return None
+    return _standard_error(number, line)
+
+
+class _NotStandardLine(Exception):
+    """A line the model took that ``_standard_error`` refuses."""
+
+    def __init__(self, error: FieldError) -> None:
+        self.error = error
+
+
+def _standard_error(number: int, line: str) -> FieldError | None:
+    """The error of a line a standard reader would not take, or would read otherwise: a ``NaN``,
+    or a key given twice (the model keeps the later member, which can hide a NaN before it), as
+    REST refuses such a body. Another fault a standard reader finds is left to the model."""
     try:
-        standard_json.loads(line)
+        standard_json.loads(line, unique_keys=True)
+    except standard_json.RepeatedKeys as exc:
+        return line_error(number, "uniqueKeys", str(exc))
     except standard_json.NotStandardJson as exc:
         return line_error(number, "json", str(exc))
     except ValueError:
@@ -128,6 +142,8 @@ def parse_records(body: str, max_lines: int | None = None) -> list[Record]:
             errors.append(_unreadable(number, line, exc) or line_error(number, *_describe(exc)))
         except _OutOfRange as exc:
             errors.append(line_error(number, "range", str(exc)))
+        except _NotStandardLine as exc:
+            errors.append(exc.error)
     if errors:
         raise invalid_lines(errors)
     if not records:
