@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from memory_bank.mcp.envelope import EnvelopeError, check_envelope, classify
+from memory_bank.mcp.envelope import REPEATED_KEY, EnvelopeError, check_envelope, classify
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
@@ -48,3 +48,20 @@ def test_http_and_stdio_agree_on_every_line(line: str) -> None:
 @pytest.mark.parametrize("line", ['{"jsonrpc": "2.0", "id": 1, "method": "ping"}', '{"jsonrpc": "2.0", "id": 1, "result": {}}'])
 def test_a_message_passes(line: str) -> None:
     check_envelope(line.encode())
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "execute_capability", '
+        '"arguments": {"name": "postMemory", "body": {"content": "a fact", "content": "another"}}}}',
+        '{"jsonrpc": "2.0", "id": 1, "method": "ping", "method": "tools/list"}',
+        '{"jsonrpc": "2.0", "id": 1, "id": 2, "method": "ping"}',
+    ],
+)
+def test_a_key_given_twice_is_an_invalid_request_as_rest_refuses_it(line: str) -> None:
+    """The SDK keeps the later member, a proxy or a log may read the first; REST and the import
+    refuse such a body (``uniqueKeys``), so HTTP does too. Over stdio the SDK keeps no raw line."""
+    with pytest.raises(EnvelopeError) as refused:
+        check_envelope(line.encode())
+    assert (refused.value.code, refused.value.message) == (-32600, REPEATED_KEY)

@@ -14,6 +14,7 @@ and still not read: a lone surrogate escape (``"\\ud800"``), nesting past the pa
 depth limit, a number of thousands of digits; their reason says so rather than that
 the body is not JSON. Some are not JSON and still read: ``NaN``, ``Infinity`` and
 ``-Infinity``, which the parser takes (``standard_json``); they are a parse error here.
+An object naming a key twice is ``-32600``, as REST refuses such a body.
 Batches are refused: MCP 2025-06-18 dropped them.
 The body is checked with the SDK's own message adapter, so exactly what passes here
 is what the SDK accepts. Over stdio the SDK reads the lines itself and drops those it
@@ -47,6 +48,7 @@ NOT_A_MESSAGE = (
     '(request or notification) or "result"/"error" (response)'
 )
 BAD_ID = 'Invalid Request: "id" must be a string or an integer; a notification has no "id"'
+REPEATED_KEY = "Invalid Request: an object names one key twice; give each key once"
 
 #: Reasons of the parser (serde_json's, through pydantic-core) for bodies the JSON grammar
 #: admits but it will not read, in words a client can act on.
@@ -57,9 +59,6 @@ _READABLE_REASONS = (
     ("number out of range", "a number has more digits than the parser reads"),
 )
 _POSITION = re.compile(r" at line \d+ column \d+$")
-#: Bytes without which a body holds no non-finite token: ``NaN``, ``Infinity``, or a number
-#: with an exponent (``1e400``). Only a body with one is parsed a second time.
-_MAYBE_NOT_FINITE = re.compile(rb"NaN|Infinity|[0-9][eE]")
 _MAX_REASON = 120
 
 
@@ -101,8 +100,9 @@ def check_envelope(body: bytes) -> JSONRPCMessage:
         raw = pydantic_core.from_json(body)
     except ValueError as failure:
         raise parse_error(str(failure)) from None
-    if non_finite(raw) or _hidden_non_finite(body):
+    if non_finite(raw):
         raise not_finite()
+    _check_standard(body)
     if isinstance(raw, list):
         raise EnvelopeError(INVALID_REQUEST, BATCH)
     try:
@@ -114,18 +114,19 @@ def check_envelope(body: bytes) -> JSONRPCMessage:
     return message
 
 
-def _hidden_non_finite(body: bytes) -> bool:
-    """Whether a non-finite token sits where the parsed value no longer shows it: under a key
-    given again later (``"confidence": NaN, "confidence": 0.5``), which REST refuses as not JSON."""
-    if _MAYBE_NOT_FINITE.search(body) is None:
-        return False
+def _check_standard(body: bytes) -> None:
+    """Refuse what the SDK's parsed value no longer shows: a key given twice, of which it kept the
+    later member (and a NaN under the earlier one). REST and the import refuse such a body, so
+    every body is read a second time, with Python's parser; what only that parser refuses (an
+    integer of 4300+ digits) is left to the SDK's reading."""
     try:
-        standard_json.loads(body)
+        standard_json.loads(body, unique_keys=True)
     except standard_json.NotStandardJson:
-        return True
+        raise not_finite() from None
+    except standard_json.RepeatedKeys:
+        raise EnvelopeError(INVALID_REQUEST, REPEATED_KEY) from None
     except ValueError:
-        return False  # what the SDK's parser read and Python's does not (an integer of 4300+ digits)
-    return False
+        pass
 
 
 def classify(failure: ValidationError) -> EnvelopeError:
