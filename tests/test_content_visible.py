@@ -156,7 +156,7 @@ def test_visible_astral_content_is_kept(ann: TestClient, content: str) -> None:
     assert created.status_code == 201 and created.json()["content"] == content, created.text
 
 
-@pytest.mark.parametrize("content", [*INVISIBLE[:4], INVISIBLE[-4]])
+@pytest.mark.parametrize("content", [*INVISIBLE[:4], "\U000e0041\U000e0042\U000e007f", INVISIBLE[-1]])
 def test_mcp_refuses_it_as_rest_does(app: FastAPI, make_token: MakeToken, content: str) -> None:
     assert not POST_MEMORY.is_valid({"body": {"content": content}})
     with TestClient(app, base_url="http://127.0.0.1") as client:
