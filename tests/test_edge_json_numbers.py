@@ -101,8 +101,10 @@ def test_finite_numbers_still_pass(make_client: MakeClient) -> None:
         '{{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {{"_meta": {{"n": {}}}}}}}',
         '{{"jsonrpc": "2.0", "id": {}, "method": "ping"}}',
         "{}",
-        '{{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {{"name": "execute_capability", '
-        '"arguments": {{"name": "postMemory", "body": {{"content": "a fact", "confidence": {}, "confidence": 0.5}}}}}}}}',
+        (
+            '{{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {{"name": "execute_capability", '
+            '"arguments": {{"name": "postMemory", "body": {{"content": "a fact", "confidence": {}, "confidence": 0.5}}}}}}}}'
+        ),
         '{{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {{"n": {}}}, "params": {{}}}}',
     ],
     ids=["tool call", "ping", "as the id", "alone", "under a repeated key", "a repeated member"],

@@ -53,8 +53,10 @@ def test_a_message_passes(line: str) -> None:
 @pytest.mark.parametrize(
     "line",
     [
-        '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "execute_capability", '
-        '"arguments": {"name": "postMemory", "body": {"content": "a fact", "content": "another"}}}}',
+        (
+            '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "execute_capability", '
+            '"arguments": {"name": "postMemory", "body": {"content": "a fact", "content": "another"}}}}'
+        ),
         '{"jsonrpc": "2.0", "id": 1, "method": "ping", "method": "tools/list"}',
         '{"jsonrpc": "2.0", "id": 1, "id": 2, "method": "ping"}',
     ],
