@@ -18,8 +18,8 @@ rules as ids minted by the CLI.
 from __future__ import annotations
 
 import logging
-from time import monotonic
 from collections.abc import Collection
+from time import monotonic
 from typing import Any
 from urllib.parse import urlsplit
 
