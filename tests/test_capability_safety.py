@@ -88,7 +88,12 @@ ORDERS = sorted(REMOVAL)
 
 
 @settings(max_examples=200, deadline=None)
-@given(plain_requests, st.sampled_from(STATED + ORDERS), plain_requests, st.sampled_from(["about", "on", "regarding", "of", "that"]))
+@given(
+    plain_requests,
+    st.sampled_from(STATED + ORDERS),
+    plain_requests,
+    st.sampled_from(["about", "on", "regarding", "of", "that", "how to", "when to", "whether to"]),
+)
 def test_a_removal_word_in_a_topic_or_content_clause_asks_no_removal(words: str, removal: str, rest: str, opener: str) -> None:
     """"The memory about deleting stale branches was useful" is feedback, "remember that I
     always forget my keys" a save; "delete the memory about ..." is an order, whatever follows."""
@@ -131,6 +136,10 @@ def test_a_removal_verb_that_orders_asks_a_removal(verb: str, words: str, opener
         ("save it all before I forget", False),
         ("store it lest I forget", False),
         ("delete it before Friday", True),
+        ("did we ever note how to purge the build cache?", False),
+        ("tell me when to drop the old table", False),
+        ("delete what I said about the dentist", True),
+        ("how do I erase a memory", True),  # a question word opening the sentence opens no content
     ],
 )
 def test_only_a_removal_the_request_orders_counts(request_text: str, removal: bool) -> None:

@@ -12,8 +12,9 @@ So, after ranking, the first place goes to the best operation the request allows
   :func:`asks_question`) and ordering no change (no verb of :data:`CHANGE` asked).
 
 A verb is asked only where the request speaks for itself: not inside quotes, not in the
-content a colon, "that" or a topic ("about", "on", "of", ...) opens, nor in a clause a
-negation or a condition opens ("don't forget that", "unless I say delete"); not as part of
+content a colon, "that", a topic ("about", "on", "of", ...) or a question word inside a
+sentence opens ("did I note how to delete ..."), nor in a clause a negation or a condition
+opens ("don't forget that", "unless I say delete"); not as part of
 an identifier (``deleteMemory``, ``ui.delete_label``), and not after an article or a form of
 "be" ("the sky was clear"). "Deleted", "deleting" and "deletion" state or name; they do not
 order. Read broadly on purpose: a removal missed costs the deletion a place, a removal
@@ -51,10 +52,11 @@ _INTERROGATIVE = re.compile(
 
 #: Spans that are quoted: their words are content, not orders.
 _QUOTED = re.compile(r"\"[^\"]*\"|`[^`]*`|\u201c[^\u201d]*\u201d|\u2018[^\u2019]*\u2019|(?<![^\W_])'[^']*'(?![^\W_])")
-#: Spans that order nothing, each to the end of its clause: the content a colon, "that" or
-#: a topic opens, and a clause a negation or a condition opens.
+#: Spans that order nothing, each to the end of its clause: the content a colon, "that", a
+#: topic or an embedded question ("... how to delete") opens, and a clause a negation or a
+#: condition opens.
 _NOT_ASKED = re.compile(
-    r"(?::|\b(?:about|on|regarding|concerning|of|that|unless|if|before|after|lest|until|while|because|not|never|no|cannot|\w+n['\u2019`]?t|(?:do|does|did|is|are|was|were|ca|wo)\s+n['\u2019`]?t)\b)"
+    r"(?::|(?<=\w\s)\b(?:how|whether|what|when|where|which|who|why)\b|\b(?:about|on|regarding|concerning|of|that|unless|if|before|after|lest|until|while|because|not|never|no|cannot|\w+n['\u2019`]?t|(?:do|does|did|is|are|was|were|ca|wo)\s+n['\u2019`]?t)\b)"
     r"[^,.;!?]*?(?=[,.;!?]|\b(?:and|then|but)\b|$)",
     re.IGNORECASE,
 )
