@@ -35,8 +35,8 @@ from typing import Any
 
 __all__ = ["CHANGE", "REMOVAL", "Hazard", "Request", "asked_verbs", "asks_question"]
 
-#: Verbs that order a removal, in their base form.
-REMOVAL = frozenset("remove delete forget erase wipe drop purge discard clear cancel revoke destroy".split())
+#: Verbs that order a removal, in their base form; "rid" for the phrasal "get rid of".
+REMOVAL = frozenset("remove delete forget erase wipe drop purge discard clear cancel revoke destroy rid".split())
 #: Verbs that order a change of any kind: removals and what the writing methods do, in request
 #: words (RFC 9110 section 9.3: POST, PUT, PATCH).
 CHANGE = REMOVAL | frozenset("create add submit send make update replace modify change edit".split())
@@ -52,12 +52,12 @@ _INTERROGATIVE = re.compile(
 
 #: Spans that are quoted: their words are content, not orders.
 _QUOTED = re.compile(r"\"[^\"]*\"|`[^`]*`|\u201c[^\u201d]*\u201d|\u2018[^\u2019]*\u2019|(?<![^\W_])'[^']*'(?![^\W_])")
-#: Spans that order nothing, each to the end of its clause: the content a colon, "that", a
-#: topic or an embedded question ("... how to delete") opens, and a clause a negation or a
-#: condition opens.
+#: Spans that order nothing, each to the end of its clause (a dash ends one too): the content
+#: a colon, "that", a topic or an embedded question ("... how to delete") opens, and a clause
+#: a negation or a condition opens.
 _NOT_ASKED = re.compile(
     r"(?::|(?<=\w\s)\b(?:how|whether|what|when|where|which|who|why)\b|\b(?:about|on|regarding|concerning|of|that|unless|if|before|after|lest|until|while|because|not|never|no|cannot|\w+n['\u2019`]?t|(?:do|does|did|is|are|was|were|ca|wo)\s+n['\u2019`]?t)\b)"
-    r"[^,.;!?]*?(?=[,.;!?]|\b(?:and|then|but)\b|$)",
+    r"[^,.;!?\u2013\u2014]*?(?=[,.;!?\u2013\u2014]|\s-+\s|\b(?:and|then|but)\b|$)",
     re.IGNORECASE,
 )
 #: Words after which a removal word is an adjective ("was clear", "very clear").
