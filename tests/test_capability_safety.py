@@ -139,12 +139,12 @@ def test_a_removal_verb_that_orders_asks_a_removal(verb: str, words: str, opener
         ("did we ever note how to purge the build cache?", False),
         ("tell me when to drop the old table", False),
         ("delete what I said about the dentist", True),
-        ("how do I erase a memory", True),
+        ("how do I erase a memory", True),  # a question word opening the sentence opens no content
         ("get rid of the old address", True),
         ("remember that I got rid of the old car", False),
         ("that one is stale \u2014 erase it", True),  # a dash ends the clause "that" opened
         ("note that it's wrong - remove it", True),
-        ("remember that the cache \u2013 not the disk \u2013 was full", False),  # a question word opening the sentence opens no content
+        ("remember that the cache \u2013 not the disk \u2013 was full", False),
     ],
 )
 def test_only_a_removal_the_request_orders_counts(request_text: str, removal: bool) -> None:

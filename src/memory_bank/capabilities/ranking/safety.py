@@ -14,9 +14,9 @@ So, after ranking, the first place goes to the best operation the request allows
 A verb is asked only where the request speaks for itself: not inside quotes, not in the
 content a colon, "that", a topic ("about", "on", "of", ...) or a question word inside a
 sentence opens ("did I note how to delete ..."), nor in a clause a negation or a condition
-opens ("don't forget that", "unless I say delete"); not as part of
-an identifier (``deleteMemory``, ``ui.delete_label``), and not after an article or a form of
-"be" ("the sky was clear"). "Deleted", "deleting" and "deletion" state or name; they do not
+opens ("don't forget that", "unless I say delete"); not as part of an identifier
+(``deleteMemory``, ``ui.delete_label``), and not after an article or a form of "be" ("the
+sky was clear"). "Deleted", "deleting" and "deletion" state or name; they do not
 order. Read broadly on purpose: a removal missed costs the deletion a place, a removal
 imagined lets it come first.
 
@@ -52,12 +52,14 @@ _INTERROGATIVE = re.compile(
 
 #: Spans that are quoted: their words are content, not orders.
 _QUOTED = re.compile(r"\"[^\"]*\"|`[^`]*`|\u201c[^\u201d]*\u201d|\u2018[^\u2019]*\u2019|(?<![^\W_])'[^']*'(?![^\W_])")
+#: What ends a clause: its punctuation, en and em dashes among it (a spaced hyphen too, below).
+_CLAUSE_END = ",.;!?\u2013\u2014"
 #: Spans that order nothing, each to the end of its clause (a dash ends one too): the content
 #: a colon, "that", a topic or an embedded question ("... how to delete") opens, and a clause
 #: a negation or a condition opens.
 _NOT_ASKED = re.compile(
     r"(?::|(?<=\w\s)\b(?:how|whether|what|when|where|which|who|why)\b|\b(?:about|on|regarding|concerning|of|that|unless|if|before|after|lest|until|while|because|not|never|no|cannot|\w+n['\u2019`]?t|(?:do|does|did|is|are|was|were|ca|wo)\s+n['\u2019`]?t)\b)"
-    r"[^,.;!?\u2013\u2014]*?(?=[,.;!?\u2013\u2014]|\s-+\s|\b(?:and|then|but)\b|$)",
+    rf"[^{_CLAUSE_END}]*?(?=[{_CLAUSE_END}]|\s-+\s|\b(?:and|then|but)\b|$)",
     re.IGNORECASE,
 )
 #: Words after which a removal word is an adjective ("was clear", "very clear").
