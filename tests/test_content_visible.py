@@ -63,7 +63,7 @@ INVISIBLE = [
 #: Visible characters beyond the BMP: an emoji, a CJK Extension B ideograph, a flag
 #: written with tag characters, a private-use icon (as icon fonts place them).
 VISIBLE_ASTRAL = ["\U0001f600", "\U00020000", "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f", "\U000f0001"]
-VISIBLE = "content must contain at least one visible character"
+VISIBLE = "must contain at least one visible character"
 #: A NUL (or another control) among visible text.
 #: Code points Unicode leaves unassigned but reserves as Default_Ignorable_Code_Point
 #: (DerivedCoreProperties.txt; the Standard, section 5.21): whatever is ever put there,

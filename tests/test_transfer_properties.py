@@ -40,9 +40,10 @@ _char = st.one_of(
     st.characters(exclude_categories=("Cs",)),
     st.sampled_from(["\n", "\r", "\t", "\x00", "\u0085", "\u2028", "\u2029", "\ufeff", "😀"]),
 )
-#: Text the spec takes as content: at least one visible character (its ``Content`` pattern).
-_text = st.text(_char, min_size=1, max_size=40).filter(re.compile(SPEC["components"]["schemas"]["Content"]["pattern"]).search)
-_tags = st.lists(st.text(_char, min_size=1, max_size=64), max_size=4, unique=True)
+#: Text the spec takes as content or a tag: at least one visible character (the pattern both share).
+_visible = re.compile(SPEC["components"]["schemas"]["Content"]["pattern"]).search
+_text = st.text(_char, min_size=1, max_size=40).filter(_visible)
+_tags = st.lists(st.text(_char, min_size=1, max_size=64).filter(_visible), max_size=4, unique=True)
 _contexts = st.lists(st.fixed_dictionaries({"snippet": _text}, optional={"origin": st.text(_char, max_size=30)}), max_size=3)
 _keypath = st.sampled_from(["user.shell", "a", "a.b-c_d", "x.y.z"])
 

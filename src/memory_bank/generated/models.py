@@ -58,9 +58,6 @@ MemoryId = Annotated[
 ]
 
 
-Tag = Annotated[str, Field(min_length=1, max_length=64)]
-
-
 Keypath = Annotated[
     str,
     Field(
@@ -118,6 +115,27 @@ Content = Annotated[
             "The knowledge itself, in plain words: at least one visible "
             "character, not only whitespace, control or format "
             "characters."
+        ),
+    ),
+]
+
+
+Tag = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=64,
+        pattern=(
+            "[^\\x00-\\x20\\x7f-\\xa0\\xad\\u034f\\u0600-\\u0605\\u061c"
+            "\\u06dd\\u070f\\u0890\\u0891\\u08e2\\u115f\\u1160\\u1680\\"
+            "u17b4\\u17b5\\u180b-\\u180f\\u2000-\\u200f\\u2028-\\u202f"
+            "\\u205f-\\u206f\\u2800\\u3000\\u3164\\ufe00-\\ufe0f\\ufeff"
+            "\\uffa0\\ufff0-\\ufffb\U000110bd\U000110cd\U00013430-"
+            "\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+            "\U000e0000-\U000e0fff]"
+        ),
+        description=(
+            "A label of at least one visible character, as Content asks (the same pattern)."
         ),
     ),
 ]
