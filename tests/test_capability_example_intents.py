@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_bank.capabilities.ranking.example_intents import MOST_OPERATIONS, TextIntents, value_shapes
+from memory_bank.capabilities.ranking.example_intents import MOST_OPERATIONS, TextIntents, opening_word, value_shapes
 from memory_bank.capabilities.ranking.example_requests import ExampleRequests
 from memory_bank.capabilities.ranking.search import CapabilitySearch, Ranking
 from memory_bank.generated.catalog import CAPABILITIES
@@ -131,3 +131,33 @@ def test_with_shapes_a_bare_keypath_reads_and_an_assignment_writes() -> None:
     for request, wanted in (("garage.door.code", "getMemoryKeypath"), ("kids/school/pickup_time = 15:30", "putMemoryKeypath")):
         assert _ranked(index, request)[0][0] == wanted
         assert _ranked(plain, request)[0][0] != wanted
+
+
+def test_the_opening_word_is_the_first_word_unless_it_is_a_function_word() -> None:
+    assert opening_word("remember: only window seats") == ["rememb"]
+    assert opening_word("   log this: the deploy history") == ["log"]
+    assert opening_word("what do you remember about seats?") == opening_word("please save this") == []
+    assert opening_word("") == opening_word("!!! 42") == []
+
+
+def test_where_remember_stands_decides_between_saving_and_searching() -> None:
+    """Opening a request, "remember" orders a save; after a question word it asks what is known.
+    Read within words only, the content of the order ("only window seats", "history") pulled
+    these to the search and the history read."""
+    index, unplaced = CapabilitySearch(EXPOSED), CapabilitySearch(EXPOSED, ranking=Ranking(opening_word=False))
+    for request in ("remember: only window seats", "log this: the deploy history lives in the wiki"):
+        assert _ranked(index, request)[0][0] == "postMemory"
+        assert _ranked(unplaced, request)[0][0] != "postMemory"
+    assert _ranked(index, "what do you remember about window seats?")[0][0] == "getMemorySearch"
+
+
+def test_a_catalog_whose_texts_all_open_with_function_words_still_trains() -> None:
+    """No opening word to learn: the classifier reads the n-grams alone instead of failing to build."""
+    plain = [
+        {**capability, "title": f"The {capability['name']}", "description": "", "examples": [f"the {word} one" for word in words]}
+        for capability, words in zip(EXPOSED[:2], (["red", "blue"], ["green", "grey"]))
+    ]
+    intents = TextIntents.fit(plain, [c["examples"] for c in plain])
+    assert intents is not None
+    first, second = intents.reshape([1.0, 1.0], "the red one")
+    assert first > second

@@ -48,9 +48,11 @@ def _terms(example: str) -> frozenset[str]:
 class ExampleRequests:
     """The examples of a catalog's operations, indexed per operation with the idf of examples."""
 
-    def __init__(self, capabilities: Sequence[Mapping[str, Any]], *, intents: bool = True, shapes: bool = True) -> None:
+    def __init__(
+        self, capabilities: Sequence[Mapping[str, Any]], *, intents: bool = True, shapes: bool = True, opening: bool = True
+    ) -> None:
         """``intents``: whether the examples also train :class:`TextIntents`; ``shapes``: whether it
-        reads ids and paths as their shapes."""
+        reads ids and paths as their shapes; ``opening``: whether it reads a text's opening word."""
         # An example without a word ("", "!!!", an emoji) says nothing: it is not one, neither in
         # the count of requests nor for the classifier, and its operation ranks as one without.
         worded = [
@@ -64,7 +66,7 @@ class ExampleRequests:
         size = sum(len(examples) for examples in per_operation)
         self._index = BM25F(documents, {"examples": 1.0}, collection=(size, frequency)) if size else None
         texts = [[text for text, _ in examples] for examples in worded]
-        self._intents = TextIntents.fit(capabilities, texts, shapes=shapes) if intents else None
+        self._intents = TextIntents.fit(capabilities, texts, shapes=shapes, opening=opening) if intents else None
 
     def scores(self, request: str) -> list[float] | None:
         """Per operation, the score in [0, 1] of ``request``; None without examples."""

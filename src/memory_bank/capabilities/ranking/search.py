@@ -104,6 +104,8 @@ class Ranking:
     example_intents: bool = True
     #: Whether that classifier reads ids and paths as their shapes (``example_intents.value_shapes``).
     value_shapes: bool = True
+    #: Whether it reads the word a text opens with (``example_intents.opening_word``).
+    opening_word: bool = True
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,9 @@ class CapabilitySearch:
         for capability, source in zip(self._capabilities, self._source_of):
             pooled[source] += api_terms(capability)
         self._apis = BM25F([{"api": words} for words in pooled], {"api": 1.0}, k1=ranking.k1, b=ranking.b)
-        self._examples = ExampleRequests(self._capabilities, intents=ranking.example_intents, shapes=ranking.value_shapes)
+        self._examples = ExampleRequests(
+            self._capabilities, intents=ranking.example_intents, shapes=ranking.value_shapes, opening=ranking.opening_word
+        )
         self._hazards = [safety.Hazard.of(c) for c in self._capabilities]
         self._answers = self._operations.scores(ANSWER_TERMS)
         texts = [capability_texts(c) for c in self._capabilities]
