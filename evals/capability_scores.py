@@ -2,7 +2,7 @@
 
     python evals/capability_scores.py [--semantic] [--json] [--results [FILE]]
 
-For every source (ToolAlpaca, ToolBench from ``../shared/evals``, our own catalog's three
+For every source (ToolAlpaca, ToolBench from ``../shared/evals``, our own catalog's five
 development sets from ``evals/own_catalog``; never its sealed set), each request's first result is right (a gold operation) or wrong
 (another one, or anything at all for a request whose operation is not exposed). The AUC
 of the first score over those two groups says how well the score tells a sure match from
@@ -39,6 +39,8 @@ SOURCES = {
     "own": (ROOT / "evals" / "own_catalog" / "requests.jsonl", ROOT / "openapi"),
     "own-blind": (ROOT / "evals" / "own_catalog" / "blind_requests.jsonl", ROOT / "openapi"),
     "own-sealed2": (ROOT / "evals" / "own_catalog" / "sealed2_requests.jsonl", ROOT / "openapi"),
+    "own-dev4": (ROOT / "evals" / "own_catalog" / "dev4_requests.jsonl", ROOT / "openapi"),
+    "own-dev5": (ROOT / "evals" / "own_catalog" / "dev5_requests.jsonl", ROOT / "openapi"),
 }
 #: Candidate cuts: every 0.01 in [0, 1].
 CUTS = [i / 100 for i in range(101)]

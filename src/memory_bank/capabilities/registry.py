@@ -23,7 +23,7 @@ Capability = Mapping[str, Any]
 #: covers, the hybrid's is relative to the query's best, so their scales differ. Chosen by
 #: leave-one-source-out (``evals/capability_scores.py``, docs/decisions/0016).
 CONFIDENT_LEXICAL = 0.08
-CONFIDENT_HYBRID = 0.83
+CONFIDENT_HYBRID = 0.81
 
 #: ``allows(permission)``: whether the caller may use an operation needing it.
 Allows = Callable[[str], bool]
