@@ -11,23 +11,30 @@ rule stay readable: the response schema's tags are plain strings.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from hypothesis import given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
 from pydantic import ValidationError
+from sqlalchemy.engine import Engine
 
 from memory_bank.errors import field_errors
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.generated.models import MemoryCreate
 from memory_bank.generated.spec import SPEC
-from memory_bank.store import MemoryStore
-from support.clients import DEFAULT_AGENT, MakeToken
+from memory_bank.store import MemoryStore, migrations
+from memory_bank.store.database import create_schema
+from memory_bank.store.tables import MemoryRow
+from support.clients import DEFAULT_AGENT, MakeClient, MakeToken
 from support.mcp_live import call_tool
 from support.transfer import exported, ndjson
 from test_content_visible import INVISIBLE, VISIBLE, VISIBLE_ASTRAL, ann, blank, refused_at  # noqa: F401 (ann: a fixture)
@@ -100,7 +107,37 @@ def test_mcp_refuses_an_invisible_tag_as_rest_does(app: FastAPI, make_token: Mak
 
 
 def test_a_tag_stored_before_the_rule_stays_readable(store: MemoryStore, make_principal: Any, ann: TestClient) -> None:
+    """Written past the spec (revision 0007 drops such tags from the rows of before): still read."""
     row, _ = store.create(make_principal("acme", "ann", DEFAULT_AGENT), {"content": "saved before the rule", "tags": ["\u200b"]})
     got = ann.get(f"/v1/memory/{row.id}")
     assert got.status_code == 200 and got.json()["tags"] == ["\u200b"], got.text
     assert [r["id"] for r in ann.get("/v1/memory/search", params={"q": "saved rule"}).json()["results"]] == [row.id]
+
+
+def test_the_upgrade_drops_tags_with_nothing_visible_so_an_export_imports_again(
+    engine: Engine, store: MemoryStore, make_principal: Any, make_client: MakeClient
+) -> None:
+    """Rows of before the rule, every version and a deleted one, lose exactly their blank tags at
+    revision 0007; their search text is written anew; their export imports into another owner."""
+    ann, tags = make_principal("acme", "ann", DEFAULT_AGENT), ["\u200b", "kept", "\x00\x00", "\u3000\ufe0f", "b", "\u200bseen"]
+    first, _ = store.create(ann, {"content": "a fact from before", "tags": tags})
+    second = store.patch(ann, first.id, {"content": "the fact from before, corrected"})
+    gone, _ = store.create(ann, {"content": "a forgotten one", "tags": ["\u200b"]})
+    store.delete(ann, gone.id)
+    config = Config()
+    config.set_main_option("script_location", str(Path(migrations.__file__).parent))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0006")
+        command.upgrade(config, "0007")
+    create_schema(engine)  # the start-up backfill
+    with engine.connect() as connection:
+        rows = connection.execute(sa.select(MemoryRow.pk, MemoryRow.tags, MemoryRow.search_text).order_by(MemoryRow.pk)).all()
+    assert [row.tags for row in rows] == [["kept", "b", "\u200bseen"], ["kept", "b", "\u200bseen"], []]
+    assert all(row.search_text for row in rows)
+    owner = make_client("acme", "ann")
+    assert [r["id"] for r in owner.get("/v1/memory/search", params={"q": "corrected"}).json()["results"]] == [second.id]
+    records = exported(owner)
+    assert len(records) == 3
+    imported = make_client("acme", "bob").post("/v1/memory/import", content=ndjson(records))
+    assert imported.status_code == 200 and imported.json()["imported"] == 3, imported.text

@@ -45,3 +45,14 @@ def long_text() -> sa.types.TypeEngine[Any]:
 
 def surrogate_key() -> sa.Column[Any]:
     return sa.Column("pk", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True)
+
+
+#: The characters the spec's ``Content`` and ``Tag`` pattern counted as blank when revision
+#: 0007 was written (controls, format characters, separators, blank fillers, reserved
+#: default ignorables), as the body of a regex character class.
+BLANK_TAG_CHARACTERS = (
+    "\\x00-\\x20\\x7f-\\xa0\\xad\\u034f\\u0600-\\u0605\\u061c\\u06dd\\u070f\\u0890\\u0891\\u08e2\\u115f\\u1160\\u1680"
+    "\\u17b4\\u17b5\\u180b-\\u180f\\u2000-\\u200f\\u2028-\\u202f\\u205f-\\u206f\\u2800\\u3000\\u3164\\ufe00-\\ufe0f\\ufeff"
+    "\\uffa0\\ufff0-\\ufffb\U000110BD\U000110CD\U00013430-\U0001343F\U0001BCA0-\U0001BCA3\U0001D173-\U0001D17A"
+    "\U000E0000-\U000E0FFF"
+)
