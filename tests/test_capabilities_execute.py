@@ -133,7 +133,7 @@ def test_the_two_misplacements_agents_make_most() -> None:
 
 
 def test_a_misspelt_argument_is_offered_its_neighbour() -> None:
-    assert ("/body/tag", "additionalProperties", "is not a known argument (got array of 1 items); did you mean /body/tags?") in failures(
+    assert ("/body/tag", "additionalProperties", "is not a known argument (got array of 1 item); did you mean /body/tags?") in failures(
         {"body": {"content": "x", "tag": ["a"]}}
     )
 
@@ -142,14 +142,14 @@ def test_hints_follow_references_and_stop_at_cycles() -> None:
     node = {"type": "object", "additionalProperties": False, "properties": {"label": {"type": "string"}, "child": {"$ref": "#/$defs/Node"}}}
     schema = {"type": "object", "additionalProperties": False, "properties": {"body": {"$ref": "#/$defs/Node"}}, "$defs": {"Node": node}}
     [misplaced] = schema_failures(Draft202012Validator(schema), {"label": "x"})
-    assert misplaced.message == "is not a known argument (got string of 1 characters); did you mean /body/label?"
+    assert misplaced.message == "is not a known argument (got string of 1 character); did you mean /body/label?"
     [bare] = schema_failures(Draft202012Validator(schema), {"body": {"child": "x"}})
-    assert bare.message == 'must be of type "object", e.g. {"label": "x"}; got string of 1 characters'
+    assert bare.message == 'must be of type "object", e.g. {"label": "x"}; got string of 1 character'
 
 
 def test_a_wrapper_around_the_groups_is_told_to_drop_it() -> None:
     assert failures({"arguments": {"body": {"content": "x"}}}) == [
-        ("/arguments", "additionalProperties", "is not a known argument (got object with 1 fields); did you mean /body, without the wrapper?"),
+        ("/arguments", "additionalProperties", "is not a known argument (got object with 1 field); did you mean /body, without the wrapper?"),
         ("/body", "required", "is required but missing"),
     ]
 

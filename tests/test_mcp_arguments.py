@@ -23,9 +23,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory_bank.capabilities.execute.dispatch import Executor
+from memory_bank.capabilities.execute.validation import MOST_FAILURES
 from memory_bank.store.tables import AuditEventRow
 from support.clients import MakeToken
-from support.mcp_live import LiveServer, live_server, post_rpc
+from support.mcp_live import LiveServer, call_tool, live_server, post_rpc
 
 
 @pytest.fixture(scope="module")
@@ -127,3 +128,15 @@ def test_a_call_to_an_unknown_tool_is_audited_under_its_name_cut_to_mcps_bound(a
                 break
             time.sleep(0.05)
     assert rows == [(name[:128], False, "not_found")]
+
+
+def test_an_array_far_past_its_bound_is_told_in_a_few_lines(app: FastAPI, make_token: MakeToken) -> None:
+    """100,000 blank tags: the length and the first items, not one error per item (13 MB before)."""
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        result = call_tool(client, make_token("acme", "ann"), "execute_capability", {"name": "postMemory", "body": {"content": "a fact", "tags": ["\u200b"] * 100_000}})
+    assert result["isError"]
+    text = result["content"][0]["text"]
+    problem = json.loads(text)
+    assert problem["code"] == "invalid_params"
+    assert ("/body/tags", "maxItems") in [(e["field"], e["rule"]) for e in problem["errors"]]
+    assert len(problem["errors"]) <= MOST_FAILURES and len(text) < 20_000, (len(problem["errors"]), len(text))
