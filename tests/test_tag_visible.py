@@ -141,3 +141,18 @@ def test_the_upgrade_drops_tags_with_nothing_visible_so_an_export_imports_again(
     assert len(records) == 3
     imported = make_client("acme", "bob").post("/v1/memory/import", content=ndjson(records))
     assert imported.status_code == 200 and imported.json()["imported"] == 3, imported.text
+
+
+def test_a_tag_with_a_nul_inside_is_found_exactly(ann: TestClient) -> None:
+    """SQLite's JSON functions end a string at a NUL: "a\\x00b" was found by ``?tags=a`` and not
+    by itself. Both backends now compare the whole tag."""
+    ids = {}
+    for tags in (["a\x00b", "plain"], ["\x00lead"], ["a"], ["a\\u0000b"]):
+        created = ann.post("/v1/memory", json={"content": f"tagged {len(ids)}", "tags": tags})
+        assert created.status_code == 201, created.text
+        ids[tags[0]] = created.json()["id"]
+    for tag, wanted in (("a\x00b", ["a\x00b"]), ("\x00lead", ["\x00lead"]), ("a", ["a"]), ("plain", ["a\x00b"]), ("a\\u0000b", ["a\\u0000b"]), ("b", [])):
+        found = {m["id"] for m in ann.get("/v1/memory", params={"tags": tag}).json()["items"]}
+        assert found == {ids[w] for w in wanted}, tag
+        searched = {r["id"] for r in ann.get("/v1/memory/search", params={"q": "tagged", "tags": tag}).json()["results"]}
+        assert searched == {ids[w] for w in wanted}, tag

@@ -10,6 +10,7 @@ with FTS5's own Porter stemmer) is replaced at start-up.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -65,8 +66,14 @@ class SqliteSearch:
         connection.exec_driver_sql("INSERT INTO memory_fts(memory_fts) VALUES ('rebuild')")
 
     def has_tag(self, tag: str) -> ColumnElement[bool]:
-        values = func.json_each(col(MemoryRow.tags)).table_valued("value")
-        return sa.exists().where(values.c.value == tag)
+        # SQLite's JSON functions end a string at a NUL ("a\u0000b" reads "a"), so in a row whose
+        # tags hold one the tag is found as its JSON text instead: the stored array is compact
+        # (store.database), and an element starts only after "[" or "," outside a string.
+        tags = col(MemoryRow.tags)
+        values = func.json_each(tags).table_valued("value")
+        token = json.dumps(tag, ensure_ascii=False)
+        as_text = sa.or_(func.instr(tags, "[" + token) > 0, func.instr(tags, "," + token) > 0)
+        return sa.case((func.instr(tags, "\\u0000") > 0, as_text), else_=sa.exists().where(values.c.value == tag))
 
     def unindexed(self, session: Session, terms: Sequence[str]) -> list[str]:
         # unicode61 keeps every token, however short or long: each term of store.search.text is in the index.
