@@ -131,7 +131,8 @@ def test_a_call_to_an_unknown_tool_is_audited_under_its_name_cut_to_mcps_bound(a
 
 
 def test_an_array_far_past_its_bound_is_told_in_a_few_lines(app: FastAPI, make_token: MakeToken) -> None:
-    """100,000 blank tags: the length and the first items, not one error per item (13 MB before)."""
+    """100,000 blank tags: the length and the first items, then a word that there is more; not one
+    error per item (13 MB before)."""
     with TestClient(app, base_url="http://127.0.0.1") as client:
         result = call_tool(client, make_token("acme", "ann"), "execute_capability", {"name": "postMemory", "body": {"content": "a fact", "tags": ["\u200b"] * 100_000}})
     assert result["isError"]
@@ -139,4 +140,5 @@ def test_an_array_far_past_its_bound_is_told_in_a_few_lines(app: FastAPI, make_t
     problem = json.loads(text)
     assert problem["code"] == "invalid_params"
     assert ("/body/tags", "maxItems") in [(e["field"], e["rule"]) for e in problem["errors"]]
-    assert len(problem["errors"]) <= MOST_FAILURES and len(text) < 20_000, (len(problem["errors"]), len(text))
+    assert len(problem["errors"]) == MOST_FAILURES + 1 and len(text) < 20_000, (len(problem["errors"]), len(text))
+    assert problem["errors"][-1] == {"field": "", "rule": "more", "message": f"more failures are not listed: mend these {MOST_FAILURES} and call again"}

@@ -118,12 +118,15 @@ def test_the_upgrade_drops_tags_with_nothing_visible_so_an_export_imports_again(
     engine: Engine, store: MemoryStore, make_principal: Any, make_client: MakeClient
 ) -> None:
     """Rows of before the rule, every version and a deleted one, lose exactly their blank tags at
-    revision 0007; their search text is written anew; their export imports into another owner."""
+    revision 0007; their search text is written anew, their vector kept; their export imports
+    into another owner."""
     ann, tags = make_principal("acme", "ann", DEFAULT_AGENT), ["\u200b", "kept", "\x00\x00", "\u3000\ufe0f", "b", "\u200bseen"]
     first, _ = store.create(ann, {"content": "a fact from before", "tags": tags})
     second = store.patch(ann, first.id, {"content": "the fact from before, corrected"})
     gone, _ = store.create(ann, {"content": "a forgotten one", "tags": ["\u200b"]})
     store.delete(ann, gone.id)
+    with engine.begin() as connection:  # a vector, as the semantic extra stores one: kept
+        connection.execute(sa.update(MemoryRow).values(embedding=b"\x00\x00\x80\x3f"))
     config = Config()
     config.set_main_option("script_location", str(Path(migrations.__file__).parent))
     with engine.begin() as connection:
@@ -132,9 +135,11 @@ def test_the_upgrade_drops_tags_with_nothing_visible_so_an_export_imports_again(
         command.upgrade(config, "0007")
     create_schema(engine)  # the start-up backfill
     with engine.connect() as connection:
-        rows = connection.execute(sa.select(MemoryRow.pk, MemoryRow.tags, MemoryRow.search_text).order_by(MemoryRow.pk)).all()
+        rows = connection.execute(
+            sa.select(MemoryRow.pk, MemoryRow.tags, MemoryRow.search_text, MemoryRow.embedding).order_by(MemoryRow.pk)
+        ).all()
     assert [row.tags for row in rows] == [["kept", "b", "\u200bseen"], ["kept", "b", "\u200bseen"], []]
-    assert all(row.search_text for row in rows)
+    assert all(row.search_text for row in rows) and {row.embedding for row in rows} == {b"\x00\x00\x80\x3f"}
     owner = make_client("acme", "ann")
     assert [r["id"] for r in owner.get("/v1/memory/search", params={"q": "corrected"}).json()["results"]] == [second.id]
     records = exported(owner)
@@ -145,13 +150,14 @@ def test_the_upgrade_drops_tags_with_nothing_visible_so_an_export_imports_again(
 
 def test_a_tag_with_a_nul_inside_is_found_exactly(ann: TestClient) -> None:
     """SQLite's JSON functions end a string at a NUL: "a\\x00b" was found by ``?tags=a`` and not
-    by itself. Both backends now compare the whole tag."""
+    by itself; matched as JSON text instead, "," was found in ["a,", ",b"]. Both backends compare
+    the whole tag."""
     ids = {}
-    for tags in (["a\x00b", "plain"], ["\x00lead"], ["a"], ["a\\u0000b"]):
+    for tags in (["a\x00b", "plain"], ["\x00lead"], ["a"], ["a\\u0000b"], ["a,", ",b", "z\x00"], ["k,", "kilo", "\\u0000"], [","]):
         created = ann.post("/v1/memory", json={"content": f"tagged {len(ids)}", "tags": tags})
         assert created.status_code == 201, created.text
         ids[tags[0]] = created.json()["id"]
-    for tag, wanted in (("a\x00b", ["a\x00b"]), ("\x00lead", ["\x00lead"]), ("a", ["a"]), ("plain", ["a\x00b"]), ("a\\u0000b", ["a\\u0000b"]), ("b", [])):
+    for tag, wanted in (("a\x00b", ["a\x00b"]), ("\x00lead", ["\x00lead"]), ("a", ["a"]), ("plain", ["a\x00b"]), ("a\\u0000b", ["a\\u0000b"]), ("b", []), (",", [","]), ("kilo", ["k,"]), (",b", ["a,"])):
         found = {m["id"] for m in ann.get("/v1/memory", params={"tags": tag}).json()["items"]}
         assert found == {ids[w] for w in wanted}, tag
         searched = {r["id"] for r in ann.get("/v1/memory/search", params={"q": "tagged", "tags": tag}).json()["results"]}

@@ -43,7 +43,7 @@ from memory_bank.store.contention import DatabaseBusy, contention, writer_queue
 from memory_bank.store.search.backend import SearchBackend
 from memory_bank.store.search.backends.mysql import MysqlSearch
 from memory_bank.store.search import changes, sqlite_vectors
-from memory_bank.store.search.backends.sqlite import SqliteSearch
+from memory_bank.store.search.backends.sqlite import SqliteSearch, register_functions
 from memory_bank.store.search.semantic import VectorIndex
 from memory_bank.store.search.vector_cache import CachedVectors
 
@@ -84,6 +84,7 @@ def make_engine(url: str) -> Engine:
         for pragma in (f"busy_timeout={SQLITE_BUSY_TIMEOUT_MS}", "foreign_keys=ON"):
             dbapi_connection.execute(f"PRAGMA {pragma}")
         _use_wal(dbapi_connection)
+        register_functions(dbapi_connection)  # the tags filter reads NULs through it
 
     @event.listens_for(engine, "begin")
     def _begin(connection: Connection) -> None:

@@ -119,15 +119,20 @@ MOST_FAILURES = 50
 
 def schema_failures(validator: Draft202012Validator, instance: Any) -> list[FieldError]:
     """The ways ``instance`` breaks the schema, ordered by pointer, each reported once: the
-    first ``MOST_FAILURES`` the walk meets (it meets an array's length before its items)."""
+    first ``MOST_FAILURES`` the walk meets (it meets an array's length before its items), and
+    then, if there are more, one failure of rule ``more`` at the root saying so."""
     found: dict[tuple[str, str], FieldError] = {}
     root = validator.schema if isinstance(validator.schema, Mapping) else {}
-    for error in validator.iter_errors(instance):
+    errors = validator.iter_errors(instance)
+    for error in errors:
         for failure in _field_errors(error, root):
             found.setdefault((failure.field, failure.rule), failure)
         if len(found) >= MOST_FAILURES:
             break
-    return sorted(found.values(), key=_pointer_order)[:MOST_FAILURES]
+    told = sorted(found.values(), key=_pointer_order)[:MOST_FAILURES]
+    if len(found) > MOST_FAILURES or next(errors, None) is not None:
+        told.append(FieldError("", "more", f"more failures are not listed: mend these {MOST_FAILURES} and call again"))
+    return told
 
 
 class _SearchedPattern:

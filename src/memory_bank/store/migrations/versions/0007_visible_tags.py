@@ -4,8 +4,10 @@ The spec's ``Tag`` asks for one visible character, as ``Content`` does, since a 
 zero-width space or of NULs was a label nobody could read or filter by. Rows saved before
 may carry such tags, and an export of them could not be imported again, because import
 meets the write rules. So every version loses those tags and keeps its others, in order;
-a row that changes gets its derived columns (search text, vector) cleared, and the
-start-up backfill writes them anew. Nothing else about a row changes.
+a row that changes gets its search text cleared, and the start-up backfill writes it anew.
+Its vector stays: a blank tag added nothing a model reads, and the start does not embed (a
+cleared vector dropped the memory from semantic search until ``memory-bank db embed``).
+Nothing else about a row changes.
 
 The rule is spelt out here, not read from the spec, so that this revision keeps doing what
 it did when the spec moves on: the characters the spec's pattern counted as blank when it
@@ -34,7 +36,7 @@ depends_on = None
 _BATCH = 1000
 _BLANK = re.compile(f"[{BLANK_TAG_CHARACTERS}]*")
 _MEMORY = sa.table(
-    "memory", sa.column("pk", sa.BigInteger()), sa.column("tags", sa.JSON()), sa.column("search_text"), sa.column("embedding")
+    "memory", sa.column("pk", sa.BigInteger()), sa.column("tags", sa.JSON()), sa.column("search_text")
 )
 
 
@@ -53,7 +55,7 @@ def upgrade() -> None:
             connection.execute(
                 _MEMORY.update()
                 .where(_MEMORY.c.pk == sa.bindparam("row_pk"))
-                .values(tags=sa.bindparam("kept", type_=sa.JSON()), search_text=None, embedding=None),
+                .values(tags=sa.bindparam("kept", type_=sa.JSON()), search_text=None),
                 changed,
             )
         after = rows[-1][0]

@@ -11,6 +11,7 @@ with FTS5's own Porter stemmer) is replaced at start-up.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,6 +52,21 @@ def _current_index(connection: Connection) -> str | None:
     return connection.exec_driver_sql("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'memory_fts'").scalar()
 
 
+#: The SQL name of :func:`tags_hold`, registered on every connection (``store.database``).
+TAGS_HOLD = "memory_bank_tags_hold"
+
+
+def tags_hold(tags: str | None, tag: str) -> int:
+    """1 when the JSON array ``tags`` holds the string ``tag`` exactly, NULs included."""
+    held = json.loads(tags) if tags else []
+    return int(isinstance(held, list) and tag in held)
+
+
+def register_functions(connection: sqlite3.Connection) -> None:
+    """Make :func:`tags_hold` callable from SQL on ``connection``."""
+    connection.create_function(TAGS_HOLD, 2, tags_hold, deterministic=True)
+
+
 class SqliteSearch:
     def install(self, connection: Connection) -> None:
         backfill(connection)
@@ -66,14 +82,12 @@ class SqliteSearch:
         connection.exec_driver_sql("INSERT INTO memory_fts(memory_fts) VALUES ('rebuild')")
 
     def has_tag(self, tag: str) -> ColumnElement[bool]:
-        # SQLite's JSON functions end a string at a NUL ("a\u0000b" reads "a"), so in a row whose
-        # tags hold one the tag is found as its JSON text instead: the stored array is compact
-        # (store.database), and an element starts only after "[" or "," outside a string.
+        # SQLite's JSON functions end a string at a NUL ("a\u0000b" reads "a"): a row whose JSON
+        # text may hold one is read by Python's parser instead (:func:`tags_hold`).
         tags = col(MemoryRow.tags)
         values = func.json_each(tags).table_valued("value")
-        token = json.dumps(tag, ensure_ascii=False)
-        as_text = sa.or_(func.instr(tags, "[" + token) > 0, func.instr(tags, "," + token) > 0)
-        return sa.case((func.instr(tags, "\\u0000") > 0, as_text), else_=sa.exists().where(values.c.value == tag))
+        exact = getattr(func, TAGS_HOLD)(tags, tag) == 1
+        return sa.case((func.instr(tags, "\\u0000") > 0, exact), else_=sa.exists().where(values.c.value == tag))
 
     def unindexed(self, session: Session, terms: Sequence[str]) -> list[str]:
         # unicode61 keeps every token, however short or long: each term of store.search.text is in the index.
