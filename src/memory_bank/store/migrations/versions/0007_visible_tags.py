@@ -35,9 +35,7 @@ depends_on = None
 #: Rows read and rewritten per round trip.
 _BATCH = 1000
 _BLANK = re.compile(f"[{BLANK_TAG_CHARACTERS}]*")
-_MEMORY = sa.table(
-    "memory", sa.column("pk", sa.BigInteger()), sa.column("tags", sa.JSON()), sa.column("search_text")
-)
+_MEMORY = sa.table("memory", sa.column("pk", sa.BigInteger()), sa.column("tags", sa.JSON()), sa.column("search_text"))
 
 
 def _kept(tags: Any) -> list[Any]:
@@ -50,7 +48,7 @@ def upgrade() -> None:
     while rows := connection.execute(
         sa.select(_MEMORY.c.pk, _MEMORY.c.tags).where(_MEMORY.c.pk > after).order_by(_MEMORY.c.pk).limit(_BATCH)
     ).all():
-        changed = [{"row_pk": pk, "kept": _kept(tags)} for pk, tags in rows if isinstance(tags, list) and _kept(tags) != tags]
+        changed = [{"row_pk": pk, "kept": kept} for pk, tags in rows if isinstance(tags, list) and (kept := _kept(tags)) != tags]
         if changed:
             connection.execute(
                 _MEMORY.update()
@@ -63,4 +61,3 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     """The dropped tags showed nothing and are not kept anywhere: there is nothing to put back."""
-
