@@ -7,6 +7,8 @@ running an operation unchanged must do something sensible, never store ``"string
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -163,3 +165,36 @@ def test_every_exposed_operation_runs_its_example_through_execute_capability(
     refused = {name: code for name, code in codes.items() if code not in (None, "not_found", "conflict")}
     assert refused == {}
     assert codes["postMemory"] is None and codes["putMemoryKeypath"] is None and codes["getMemoryKeypath"] is None
+
+
+#: Requests that share this much of their words (Jaccard of the casefolded word sets) are one
+#: request reworded: "what did this note say before it was changed?" against "... edited?" is 0.8.
+REWORDED = 0.8
+#: Below this many words, two people asking the same thing ("list my memories") use the same words.
+FEWEST_WORDS = 4
+EVAL_SETS = sorted((Path(__file__).resolve().parents[1] / "evals" / "own_catalog").glob("*.jsonl"))
+
+
+def words(text: str) -> frozenset[str]:
+    return frozenset(re.findall(r"\w+", text.casefold()))
+
+
+def test_no_example_repeats_a_request_of_an_evaluation_set() -> None:
+    """The examples are the spec author's, not the evaluation's: a request copied or reworded into
+    them would be measured on itself (evals/own_catalog/README.md). Only ids are reported, so a
+    sealed set's failure shows none of its requests."""
+    assert EVAL_SETS
+    requests = [
+        (f"{path.name}:{row['id']}", words(row["query"]))
+        for path in EVAL_SETS
+        for row in map(json.loads, filter(str.strip, path.read_text(encoding="utf-8").splitlines()))
+    ]
+    repeated = [
+        (capability["name"], position, where)
+        for capability in CAPABILITIES
+        for position, example in enumerate(capability.get("examples") or ())
+        if len(own := words(example)) >= FEWEST_WORDS
+        for where, theirs in requests
+        if len(theirs) >= FEWEST_WORDS and len(own & theirs) >= REWORDED * len(own | theirs)
+    ]
+    assert repeated == [], "examples (operation, position) that repeat evaluation requests: " + repr(repeated)
