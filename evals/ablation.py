@@ -49,7 +49,7 @@ METRICS = ("hit@1", "hit@5", "final@1", "mrr")
 GRID: Mapping[str, Sequence[float]] = {
     **{name: (0.0, 0.5, 1.0, 2.0, 3.0) for name in Ranking().field_weights},
     "api_weight": (0.0, 0.1, 0.25, 0.4),
-    "example_weight": (0.0, 0.2, 0.35, 0.5),
+    "example_weight": (0.0, 0.25, 0.5, 0.75, 0.9),
     "fallback_weight": (0.0, 0.01, 0.03, 0.1),
     "k1": (1.2, 2.0, 3.0, 4.0),
     "b": (0.3, 0.5, 0.75, 0.9),

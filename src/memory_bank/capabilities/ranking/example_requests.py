@@ -37,7 +37,7 @@ from memory_bank.textsearch.tokenize import identifier_terms
 __all__ = ["EXAMPLE_WEIGHT", "ExampleRequests"]
 
 #: Share of an operation's score that comes from this signal, when it has examples.
-EXAMPLE_WEIGHT = 0.35
+EXAMPLE_WEIGHT = 0.75
 
 
 def _terms(example: str) -> frozenset[str]:
