@@ -15,7 +15,6 @@ import threading
 import time
 from pathlib import Path
 
-import MySQLdb
 import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
@@ -23,6 +22,9 @@ from fastapi.testclient import TestClient
 from memory_bank.app import create_app
 from memory_bank.settings import Profile, Settings
 from support.private_mariadb import private_mariadb
+from support.requirements import mysql_driver
+
+MySQLdb = mysql_driver()
 
 SECRET = "the vault combination is 31-17-42 swordfish"
 SECRET_KEYPATH = "vault.combination.swordfish"

