@@ -3,6 +3,7 @@ a port already taken, ``--version``. Each fails with plain lines and an exit cod
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import string
@@ -81,6 +82,31 @@ def test_bad_json_and_a_bad_database_url_are_named_but_a_url_is_never_echoed(cli
     overrides, database = sorted(lines(result.stderr), reverse=True)
     assert overrides.startswith("MEMORY_BANK_RATE_LIMIT_ORG_OVERRIDES='{acme: 5': not JSON")
     assert database.startswith("MEMORY_BANK_DATABASE_URL: not a SQLAlchemy URL") and "s3cret" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        ("MEMORY_BANK_DATABASE_URL", "postgresql://ann:s3cret@db/memory", "the 'postgresql' database is not supported; use sqlite:///"),
+        ("MEMORY_BANK_DATABASE_URL", "mysql+pymysql://ann:s3cret@db/memory", "the 'pymysql' driver is not supported"),
+        ("MEMORY_BANK_REDIS_URL", "s3cret-garbage", "not a Redis URL (redis://host:6379/0"),
+        ("MEMORY_BANK_PUBLIC_URL", "localhost:8000", "not an http(s) URL with a host"),
+    ],
+)
+def test_a_url_the_service_cannot_use_is_one_line_before_anything_starts(cli: CliRunner, variable: str, value: str, said: str) -> None:
+    """Each of these reached the app and ended in a driver's or redis-py's traceback."""
+    result = invoke(cli, ["token", "list"], **{variable: value})
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert len(lines(result.stderr)) == 1 and said in result.stderr and "s3cret" not in result.stderr
+
+
+def test_a_mysql_url_without_the_mysql_extra_says_how_to_install_it(cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first try of a MySQL URL after the README's plain install: the driver is not there."""
+    found = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *rest: None if name == "MySQLdb" else found(name, *rest))
+    result = invoke(cli, ["token", "list"], MEMORY_BANK_DATABASE_URL="mysql+mysqldb://root@127.0.0.1:3306/test")
+    assert result.exit_code == 2
+    assert lines(result.stderr) == ["MEMORY_BANK_DATABASE_URL: mysql needs the mysql extra: pip install -e '.[mysql]'"]
 
 
 def test_the_installed_command_reports_bad_settings_without_a_traceback(tmp_path: Path) -> None:

@@ -6,12 +6,14 @@ modules receive a ``Settings`` instance instead of reading the environment.
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import json
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from platformdirs import user_data_path
 from pydantic import Field, ValidationError, field_validator
@@ -24,9 +26,16 @@ ENV_PREFIX = "MEMORY_BANK_"
 APP_DIRECTORY = "memory-bank"
 DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
 #: Settings whose value may carry a password or a token: never echoed back in an error.
+SECRET_FIELDS = frozenset({"database_url", "redis_url", "token"})
 #: The JWS algorithm families an access token may be signed with: public-key ones only.
 ASYMMETRIC_ALGORITHM_FAMILIES = ("RS", "PS", "ES", "EDDSA", "ED25519", "ED448")
-SECRET_FIELDS = frozenset({"database_url", "redis_url", "token"})
+#: The databases the store runs on: backend -> (SQLAlchemy driver, its module, the extra that installs it).
+DATABASE_DRIVERS = {
+    "sqlite": ("pysqlite", "sqlite3", None),
+    "mysql": ("mysqldb", "MySQLdb", "mysql"),
+    "mariadb": ("mysqldb", "MySQLdb", "mysql"),
+}
+DATABASE_URL_FORMS = "sqlite:///path/to/file.db or mysql+mysqldb://user@host/db"
 
 
 class Profile(StrEnum):
@@ -109,9 +118,31 @@ class Settings(BaseSettings):
     @classmethod
     def _is_a_url(cls, value: str) -> str:
         try:
-            make_url(value)
+            url = make_url(value)
         except ArgumentError:
-            raise ValueError("not a SQLAlchemy URL (e.g. sqlite:///path/to/file.db or mysql+mysqldb://user@host/db)") from None
+            raise ValueError(f"not a SQLAlchemy URL (e.g. {DATABASE_URL_FORMS})") from None
+        if url.get_backend_name() not in DATABASE_DRIVERS:
+            raise ValueError(f"the {url.get_backend_name()!r} database is not supported; use {DATABASE_URL_FORMS}")
+        driver, module, extra = DATABASE_DRIVERS[url.get_backend_name()]
+        if url.get_driver_name() != driver:
+            raise ValueError(f"the {url.get_driver_name()!r} driver is not supported; use {DATABASE_URL_FORMS}")
+        if extra and importlib.util.find_spec(module) is None:  # the extra a first try forgets
+            raise ValueError(f"{url.get_backend_name()} needs the {extra} extra: pip install -e '.[{extra}]'")
+        return value
+
+    @field_validator("redis_url")
+    @classmethod
+    def _is_a_redis_url(cls, value: str | None) -> str | None:
+        if value is not None and urlsplit(value).scheme not in ("redis", "rediss", "unix"):
+            raise ValueError("not a Redis URL (redis://host:6379/0, rediss://host:6380/0 or unix:///path/to/redis.sock)")
+        return value
+
+    @field_validator("public_url")
+    @classmethod
+    def _is_a_public_url(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("not an http(s) URL with a host (the address clients reach this service at, e.g. https://memory.example.com)")
         return value
 
     @field_validator("rate_limit_org_overrides", mode="before")
