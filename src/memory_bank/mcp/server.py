@@ -24,12 +24,6 @@ from memory_bank.observability.metrics import MCP_OPERATION, name_operation
 #: How the transport says who sent a request.
 CallerOf = Callable[[ServerRequestContext[Any, Any]], Caller]
 
-INSTRUCTIONS = (
-    "Memory Bank keeps what you learn across sessions. Find an operation with search_capabilities "
-    "(e.g. 'save a memory', 'search my memories'), then run it with execute_capability."
-)
-
-
 #: An unknown tool's name is quoted back only this far: the name is the client's input.
 SHOWN_NAME_CHARS = 64
 
@@ -59,7 +53,7 @@ def build_server(toolbox: Toolbox, caller_of: CallerOf) -> Server[Any]:
         "memory-bank",
         version=__version__,
         title="Memory Bank",
-        instructions=INSTRUCTIONS,
+        instructions=toolbox.instructions,
         get_tool_input_schema=toolbox.input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,

@@ -141,6 +141,16 @@ class UnknownTool(LookupError):
     """A ``tools/call`` for a name this mode does not list: a protocol error, not a tool result."""
 
 
+META_INSTRUCTIONS = (
+    "Memory Bank keeps what you learn across sessions. Find an operation with search_capabilities "
+    "(e.g. 'save a memory', 'search my memories'), then run it with execute_capability."
+)
+DIRECT_INSTRUCTIONS = (
+    "Memory Bank keeps what you learn across sessions. Each of its operations is a tool of its own "
+    "(postMemory saves a memory, getMemorySearch searches them); call the one you need."
+)
+
+
 class Toolbox:
     """The listed tools for a mode, and the dispatch of a call by tool name."""
 
@@ -156,6 +166,11 @@ class Toolbox:
         self._meta_tools = [search_tool(registry), EXECUTE_TOOL]
         self._meta_schemas = {tool.name: tool.input_schema for tool in self._meta_tools}
         self._checks = {name: ArgumentSchema(schema) for name, schema in self._meta_schemas.items()}
+
+    @property
+    def instructions(self) -> str:
+        """What the handshake tells an agent to do first: the tools this mode lists, no others."""
+        return META_INSTRUCTIONS if self._meta else DIRECT_INSTRUCTIONS
 
     def tools_for(self, caller: Caller) -> list[types.Tool]:
         """The meta-tools, then (in direct mode) each operation the caller's token allows."""
