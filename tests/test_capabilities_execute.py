@@ -154,6 +154,17 @@ def test_a_wrapper_around_the_groups_is_told_to_drop_it() -> None:
     ]
 
 
+def test_arguments_in_a_group_the_operation_has_not_are_told_where_each_belongs() -> None:
+    """Search terms sent as a body (a search has no body): the group alone was named unknown."""
+    search, get = CATALOG["getMemorySearch"]["inputSchema"], CATALOG["getMemory"]["inputSchema"]
+    [misplaced] = schema_failures(Draft202012Validator(search), {"body": {"q": "window", "limit": 3}})
+    assert misplaced.message == "is not a known argument (got object with 2 fields); did you mean /query/q, /query/limit?"
+    found = {f.field: f.message for f in schema_failures(Draft202012Validator(get), {"query": {"memory_id": "mem_x"}})}
+    assert found["/query"].endswith("did you mean /path/memory_id?")
+    unknown = {f.field: f.message for f in schema_failures(Draft202012Validator(CATALOG["postMemory"]["inputSchema"]), {"query": {"nothing": "x"}})}
+    assert unknown["/query"] == "is not a known argument (got object with 1 field)"  # nothing fits: no guess
+
+
 def test_json_lines_are_not_taken_for_one_json_value() -> None:
     """``application/x-ndjson`` is text (one JSON value per line), so a JSON-lines reply is handed over as it came."""
     lines = b'{"id": "a", "content": "one"}\n{"id": "b", "content": "two"}\n'

@@ -70,18 +70,28 @@ def where_it_belongs(root: Schema, name: str, value: Any, sent_at: list[str | in
 
     The same name defined elsewhere in the schema comes first (the wrong-level case); then
     a wrapper object around arguments that belong here (``{"arguments": {"body": ...}}``);
-    else a close spelling among the arguments known at this level (``tag`` -> ``tags``).
+    then a group the operation does not have around arguments it has elsewhere (``{"body":
+    {"q": ...}}`` for a search, whose ``q`` is a query parameter); else a close spelling
+    among the arguments known at this level (``tag`` -> ``tags``).
     """
     wrong = json_pointer([*sent_at, name])
-    elsewhere = list(dict.fromkeys(json_pointer(at) for found, at in _places(root, root, [], frozenset()) if found == name))
-    places = [place for place in elsewhere if place != wrong][:MAX_PLACES]
+    places = [place for place in _defined_at(root, name) if place != wrong][:MAX_PLACES]
     if places:
         return f"; did you mean {' or '.join(places)}?"
     if isinstance(value, Mapping) and value and set(value) <= set(known_here):
         unwrapped = ", ".join(json_pointer([*sent_at, member]) for member in value)
         return f"; did you mean {unwrapped}, without the wrapper?"
+    if isinstance(value, Mapping) and 0 < len(value) <= MAX_PLACES:
+        moved = [_defined_at(root, str(member))[:1] for member in value]
+        if all(moved):
+            return f"; did you mean {', '.join(place for [place] in moved)}?"
     close = difflib.get_close_matches(name, known_here, 1, CLOSE_MATCH)
     return f"; did you mean {json_pointer([*sent_at, close[0]])}?" if close else ""
+
+
+def _defined_at(root: Schema, name: str) -> list[str]:
+    """Every place (a JSON pointer) where the schema defines an argument called ``name``."""
+    return list(dict.fromkeys(json_pointer(at) for found, at in _places(root, root, [], frozenset()) if found == name))
 
 
 def _json_type_of(value: Any) -> str:
