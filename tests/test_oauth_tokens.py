@@ -182,6 +182,17 @@ def test_a_token_lacking_a_scope_is_403_insufficient_scope_on_rest_and_mcp(
     assert client.post("/mcp", json=search, headers=headers).status_code == 200  # any token may search
 
 
+@pytest.mark.parametrize("separator", ["\u00a0", "\t", "\n", "\u3000", "\u2028"])
+def test_only_a_plain_space_separates_scopes(client: TestClient, issuer: AuthorizationServerOnLoopback, separator: str) -> None:
+    """RFC 6749 section 3.3: scope tokens are split at U+0020 alone. Split at any whitespace,
+    "memory:read<NBSP>memory:admin" (one scope to the authorization server) granted admin."""
+    smuggled = issuer.sign(issuer.claims(MCP, scope=f"memory:read{separator}memory:admin"))
+    assert client.get("/v1/admin/tokens", headers=bearer(smuggled)).status_code == 403
+    assert client.get("/v1/memory/search", params={"q": "vault"}, headers=bearer(smuggled)).status_code == 403
+    spaced = issuer.sign(issuer.claims(MCP, scope="  memory:read   memory:write "))
+    assert client.get("/v1/memory/search", params={"q": "vault"}, headers=bearer(spaced)).status_code == 200
+
+
 def test_another_orgs_memory_is_404_to_a_jwt(client: TestClient, issuer: AuthorizationServerOnLoopback) -> None:
     theirs = save(client, TokenStore(client.app.state.engine).create("globex", "ada", "bot", ["memory:read", "memory:write"])[0]).json()
     mine = issuer.sign(issuer.claims(MCP))  # same user name, another org

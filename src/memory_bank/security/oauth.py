@@ -176,9 +176,12 @@ class OAuthTokens:
 
 
 def _scopes(claim: Any) -> set[str]:
-    """RFC 9068's space-separated ``scope``; a list of strings too, as some servers send. Anything else grants nothing."""
+    """RFC 9068's space-separated ``scope``; a list of strings too, as some servers send. Anything else grants nothing.
+
+    Only U+0020 separates (RFC 6749 section 3.3): ``"memory:read\u00a0memory:admin"`` is one scope,
+    which grants nothing, where ``str.split()`` read a no-break space as a separator and granted admin."""
     if isinstance(claim, str):
-        return set(claim.split())
+        return {scope for scope in claim.split(" ") if scope}
     if isinstance(claim, list):
         return {scope for scope in claim if isinstance(scope, str)}
     return set()
