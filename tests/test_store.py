@@ -190,6 +190,22 @@ def test_filters_narrow_lists(store: MemoryStore, ann) -> None:
     assert contents(MemoryFilter(keypath_prefix="user.pref_")) == ["b"]
 
 
+def test_a_keypath_prefix_matches_case_and_spaces_on_every_backend(store: MemoryStore, make_principal) -> None:
+    """SQLite's LIKE ignores ASCII case: the prefix "A" found "a.b" there and not on MariaDB."""
+    ann = make_principal(user="ann")
+    for keypath in ("A.b", "a.b", "ax.y", "a b.c", "É.x", "é.x"):
+        store.create(ann, {"content": keypath, "keypath": keypath})
+
+    def found(prefix: str) -> list[str]:
+        return sorted(r.content for r in store.page(ann, MemoryFilter(keypath_prefix=prefix), 10)[0])
+
+    assert found("A") == ["A.b"]
+    assert found("a.") == ["a.b"]
+    assert found("a") == ["a b.c", "a.b", "ax.y"]
+    assert found("a ") == ["a b.c"]
+    assert found("É") == ["É.x"]
+
+
 def test_feedback_needs_a_visible_memory(store: MemoryStore, make_principal) -> None:
     ann, eve = make_principal(user="ann"), make_principal(org="evil", user="eve")
     row, _ = store.create(ann, {"content": "x"})

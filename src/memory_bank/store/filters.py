@@ -54,6 +54,15 @@ def exactly(column: Mapped[str | None], value: str) -> ColumnElement[bool]:
     return sa.and_(column == value, column.like(pattern, escape="/"))
 
 
+def starts_with(column: Mapped[str | None], prefix: str) -> ColumnElement[bool]:
+    """``column`` begins with ``prefix``, case and all, on every backend.
+
+    SQLite's ``LIKE`` ignores ASCII case (``A`` found ``a.b``), so the first characters are
+    also compared; MariaDB's ``=`` pads with spaces, which the ``LIKE`` beside it does not.
+    """
+    return sa.and_(column.startswith(prefix, autoescape=True), sa.func.substr(column, 1, len(prefix)) == prefix)
+
+
 @dataclass(frozen=True)
 class MemoryFilter:
     """The narrowing shared by list and search (spec parameters of the same names)."""
@@ -79,5 +88,5 @@ class MemoryFilter:
         if self.project_id is not None:
             where.append(exactly(col(MemoryRow.project_id), self.project_id))
         if self.keypath_prefix is not None:
-            where.append(col(MemoryRow.keypath).startswith(self.keypath_prefix, autoescape=True))
+            where.append(starts_with(col(MemoryRow.keypath), self.keypath_prefix))
         return where
