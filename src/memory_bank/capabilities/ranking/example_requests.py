@@ -21,7 +21,8 @@ what it does, they are one word. An operation's score mixes in
 keeps its score, so a vendor spec without them ranks as before. Where operations have examples, a
 classifier trained on them re-shapes this score (:class:`example_intents.TextIntents`).
 
-Measurements and the choice of the weight: ``docs/decisions/0031-example-requests-as-a-collection.md``.
+Measurements and the choice of the weight: ``docs/decisions/0031-example-requests-as-a-collection.md``,
+``docs/decisions/0039-more-examples-by-blind-authors.md``.
 """
 
 from __future__ import annotations
