@@ -18,8 +18,10 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 from typer.testing import CliRunner, Result
 
+from memory_bank.app import create_app
 from memory_bank.cli import app
 from memory_bank.settings import Profile, Settings, get_settings, start_refusals
 from memory_bank.store import open_database
@@ -91,6 +93,10 @@ def test_bad_json_and_a_bad_database_url_are_named_but_a_url_is_never_echoed(cli
         ("MEMORY_BANK_DATABASE_URL", "mysql+pymysql://ann:s3cret@db/memory", "the 'pymysql' driver is not supported"),
         ("MEMORY_BANK_REDIS_URL", "s3cret-garbage", "not a Redis URL (redis://host:6379/0"),
         ("MEMORY_BANK_PUBLIC_URL", "localhost:8000", "not an http(s) URL with a host"),
+        ("MEMORY_BANK_PUBLIC_URL", "http://ann:s3cret@memory.example.com", "only scheme://host[:port]"),
+        ("MEMORY_BANK_PUBLIC_URL", "https://memory.example.com/prefix", "only scheme://host[:port]"),
+        ("MEMORY_BANK_PUBLIC_URL", "http://memory.example.com:99999", "its host or port cannot be read"),
+        ("MEMORY_BANK_PUBLIC_URL", "http://[::1", "its host or port cannot be read"),
     ],
 )
 def test_a_url_the_service_cannot_use_is_one_line_before_anything_starts(cli: CliRunner, variable: str, value: str, said: str) -> None:
@@ -98,6 +104,31 @@ def test_a_url_the_service_cannot_use_is_one_line_before_anything_starts(cli: Cl
     result = invoke(cli, ["token", "list"], **{variable: value})
     assert result.exit_code == 2 and "Traceback" not in result.stderr
     assert len(lines(result.stderr)) == 1 and said in result.stderr and "s3cret" not in result.stderr
+
+
+URL_PART = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), max_size=12)
+PUBLIC_URLS = st.one_of(
+    URL_PART,
+    st.builds(
+        "{}://{}{}{}{}".format,
+        st.sampled_from(["http", "https", "HTTP", "ftp", ""]),
+        st.one_of(st.sampled_from(["memory.example.com", "[::1]", "127.0.0.1", "", "a:b@host"]), URL_PART),
+        st.one_of(st.just(""), st.integers(-1, 70_000).map(":{}".format), st.just(":")),
+        st.sampled_from(["", "/", "/mcp", "?q", "#f", "//"]),
+        st.sampled_from(["", "/"]),
+    ),
+)
+
+
+@HYPOTHESIS
+@given(PUBLIC_URLS)
+def test_any_public_url_the_settings_take_starts_the_app(public_url: str) -> None:
+    """The settings refuse what the origin checks cannot use, so no accepted value fails at start."""
+    try:
+        checked = Settings(database_url="sqlite://", public_url=public_url)
+    except ValidationError:
+        return
+    create_app(checked)
 
 
 def test_a_mysql_url_without_the_mysql_extra_says_how_to_install_it(cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -26,7 +26,7 @@ ENV_PREFIX = "MEMORY_BANK_"
 APP_DIRECTORY = "memory-bank"
 DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
 #: Settings whose value may carry a password or a token: never echoed back in an error.
-SECRET_FIELDS = frozenset({"database_url", "redis_url", "token"})
+SECRET_FIELDS = frozenset({"database_url", "redis_url", "token", "public_url"})
 #: The JWS algorithm families an access token may be signed with: public-key ones only.
 ASYMMETRIC_ALGORITHM_FAMILIES = ("RS", "PS", "ES", "EDDSA", "ED25519", "ED448")
 #: The databases the store runs on: backend -> (SQLAlchemy driver, its module, the extra that installs it).
@@ -140,9 +140,16 @@ class Settings(BaseSettings):
     @field_validator("public_url")
     @classmethod
     def _is_a_public_url(cls, value: str) -> str:
-        parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        """What ``mcp.origins`` compares ``Host`` and ``Origin`` with: a scheme, a host and a port."""
+        try:
+            parts = urlsplit(value.rstrip("/"))
+            parts.port  # noqa: B018 - raises for a port that is not a number or out of range
+        except ValueError:
+            raise ValueError("its host or port cannot be read (e.g. https://memory.example.com or http://[::1]:8000)") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.netloc.endswith(":"):
             raise ValueError("not an http(s) URL with a host (the address clients reach this service at, e.g. https://memory.example.com)")
+        if parts.username is not None or parts.password is not None or parts.path or parts.query or parts.fragment:
+            raise ValueError("only scheme://host[:port]: no user, path, query or fragment (the service is served at the root)")
         return value
 
     @field_validator("rate_limit_org_overrides", mode="before")
