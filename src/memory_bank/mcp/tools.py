@@ -57,10 +57,18 @@ SEARCH_INPUT: dict[str, Any] = {
     "properties": {
         "query": {"type": "string", "maxLength": 2000, "description": "What you want to do; empty lists all."},
         "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5, "description": "Cards at most."},
-        "category": {"type": "string", "minLength": 1, "maxLength": 64, "description": "e.g. Memory."},
+        "category": {"type": "string", "minLength": 1, "maxLength": 64},
         "include_schema": {"type": "boolean", "default": False, "description": "Add each inputSchema."},
     },
 }
+
+
+def _search_input(registry: CapabilityRegistry) -> dict[str, Any]:
+    """``SEARCH_INPUT`` with ``category`` naming the catalog's categories, which are not its
+    families: a filter by "Tokens" (a family of the Admin category) matched nothing."""
+    categories = list(dict.fromkeys(str(c["policy"]["category"]) for c in registry))
+    category = {**SEARCH_INPUT["properties"]["category"], "description": f"One of {', '.join(categories)}."}
+    return {**SEARCH_INPUT, "properties": {**SEARCH_INPUT["properties"], "category": category}}
 
 
 def search_tool(registry: CapabilityRegistry) -> types.Tool:
@@ -77,7 +85,7 @@ def search_tool(registry: CapabilityRegistry) -> types.Tool:
             "several cards before choosing. Only operations your token allows are shown. An empty query lists them all by "
             "category. Set include_schema to get each card's full input schema, then call execute_capability."
         ),
-        input_schema=SEARCH_INPUT,
+        input_schema=_search_input(registry),
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     )
 
