@@ -31,8 +31,20 @@ def test_each_failing_field_has_pointer_rule_and_type() -> None:
     assert found == [
         ("/body/contexts/0/snippet", "required", "is required but missing"),
         ("/body/extra", "additionalProperties", "is not a known argument (got null)"),
-        ("/body/tags/3", "type", 'must be of type "string"; got integer'),
+        ("/body/tags/3", "type", 'must be of type "string"; got integer 4'),
     ]
+
+
+def test_a_scalar_out_of_its_bound_is_quoted_back_unless_it_is_long() -> None:
+    search = Draft202012Validator(CATALOG["getMemorySearch"]["inputSchema"])
+    said = {
+        repr(limit): [f.message for f in schema_failures(search, {"query": {"q": "x", "limit": limit}})]
+        for limit in (500, 10**60, 2.5, True)
+    }
+    assert said["500"] == ["must be <= 100; got integer 500"]
+    assert said[repr(10**60)] == ["must be <= 100; got integer of 61 digits"]
+    assert said["2.5"] == ['must be of type "integer"; got number 2.5']
+    assert said["True"] == ['must be of type "integer"; got boolean true']
 
 
 def test_missing_body_and_unknown_group() -> None:

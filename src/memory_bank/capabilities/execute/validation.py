@@ -52,16 +52,20 @@ _PHRASES: dict[str, str] = {
 }
 
 
+#: A number is quoted back in a failure up to this many characters (a 400-digit integer is not).
+MAX_SHOWN_NUMBER = 24
+
+
 def _json_type(value: Any) -> str:
-    """The JSON type of ``value`` with its size where a size bound could be the issue."""
+    """The JSON type of ``value`` with its size where a size bound could be the issue, and a
+    scalar's value itself ("got integer 50" against "must be <= 20"), unless it is long."""
     if value is None:
         return "null"
     if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
+        return f"boolean {json.dumps(value)}"
+    if isinstance(value, int | float):
+        kind, shown = ("integer" if isinstance(value, int) else "number"), repr(value)
+        return f"{kind} {shown}" if len(shown) <= MAX_SHOWN_NUMBER else f"{kind} of {_count(len(shown), 'digit')}"
     if isinstance(value, str):
         return f"string of {_count(len(value), 'character')}"
     if isinstance(value, list):
