@@ -128,6 +128,9 @@ class Executor:
         """
         capability = self._registry.get(name)
         if capability is None:
+            if name in ROUTES:  # in the spec, kept off MCP on purpose: say so, or the agent keeps guessing
+                method, path = ROUTES[name]
+                return Refusal(NotFound(f"{name!r} is not offered to agents (REST only: {method} {path}); search_capabilities lists what is"))
             return Refusal(NotFound(f"no capability is named {name!r}; search_capabilities lists them"))
         decoded = decode_groups(arguments, capability["inputSchema"])
         failures = self._schemas[name].failures(decoded)
