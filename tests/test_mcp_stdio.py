@@ -39,6 +39,7 @@ async def test_stdio_lists_searches_and_executes(stdio_env: dict[str, str]) -> N
         ({"MEMORY_BANK_ENV": "production"}, "never served in production"),
         ({"MEMORY_BANK_TOKEN": ""}, "set MEMORY_BANK_TOKEN"),
         ({"MEMORY_BANK_TOKEN": "mb_not-a-token"}, "not a valid token"),
+        ({"MEMORY_BANK_TOKEN": "Bearer mb_not-a-token"}, "drop the 'Bearer ' in front of it"),
     ],
 )
 def test_stdio_refuses_with_a_clear_error(stdio_env: dict[str, str], change: dict[str, str], message: str) -> None:

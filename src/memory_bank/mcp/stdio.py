@@ -41,6 +41,8 @@ def check_allowed(settings: Settings) -> str:
         raise StdioRefused("the stdio MCP transport is off; set MEMORY_BANK_MCP_ALLOW_STDIO=true to allow it")
     if not settings.token:
         raise StdioRefused("set MEMORY_BANK_TOKEN to the bearer token this process acts as (memory-bank token create)")
+    if settings.token.split(" ", 1)[0].casefold() == "bearer":  # copied from an Authorization header
+        raise StdioRefused("MEMORY_BANK_TOKEN holds the token alone: drop the 'Bearer ' in front of it")
     return settings.token
 
 
