@@ -77,8 +77,10 @@ def test_round_trip_into_another_org(history: list[dict], make_client) -> None:
     assert {r["user_id"] for r in exported} == {"gus"}
     assert other.get("/v1/memory/keypaths/user.shell").json()["content"] == "fish"
     assert [h["content"] for h in other.get("/v1/memory/search", params={"q": "editor"}).json()["results"]] == ["editor is helix"]
-    # The live chain's content key came along: saving the same words again is a replay.
-    assert other.post("/v1/memory", json={"content": "editor is vim"}).status_code == 200
+    # The live chain's content key came along, on its current version: saving the words it says
+    # now is a replay; the words it said before are a new memory.
+    assert other.post("/v1/memory", json={"content": "editor is helix"}).status_code == 200
+    assert other.post("/v1/memory", json={"content": "editor is vim"}).status_code == 201
     assert other.post("/v1/memory", json={"content": "temporary"}).status_code == 201
 
 

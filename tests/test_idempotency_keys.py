@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
 from fastapi.testclient import TestClient
+from sqlalchemy.engine import Engine
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memory_bank.store import MemoryStore, migrations
 from memory_bank.store.idempotency import content_key, header_key, normalized
+from memory_bank.store.tables import MemoryRow
+from support.clients import DEFAULT_AGENT
 
 migration = importlib.import_module("memory_bank.store.migrations.versions.0004_owner_integrity")
 
@@ -66,8 +75,80 @@ def test_a_key_replayed_after_its_memory_was_deleted_saves_a_live_memory(make_cl
 def test_saving_the_same_words_after_deleting_them_saves_a_live_memory(make_client: Callable[..., TestClient]) -> None:
     ann = make_client("acme", "ann")
     first = ann.post("/v1/memory", json={"content": "forget this"}).json()
-    ann.patch(f"/v1/memory/{first['id']}", json={"tags": ["x"]})  # the key stays on version 1
+    ann.patch(f"/v1/memory/{first['id']}", json={"tags": ["x"]})  # the key moves to version 2
     head = ann.get(f"/v1/memory/{first['id']}/history").json()[-1]
     assert ann.delete(f"/v1/memory/{head['id']}").status_code == 204
     again = ann.post("/v1/memory", json={"content": "forget this"})
     assert again.status_code == 201 and again.json()["id"] not in (first["id"], head["id"])
+
+
+def test_the_words_a_memory_says_now_are_the_ones_a_save_finds(make_client: Callable[..., TestClient]) -> None:
+    """Saving the words a memory was changed to made a second live memory, and saving the words
+    it no longer says answered with the superseded version: the content key stayed on version 1."""
+    ann = make_client("acme", "ann")
+    first = ann.post("/v1/memory", json={"content": "standup is at 9:30"}).json()
+    changed = ann.patch(f"/v1/memory/{first['id']}", json={"content": "standup is at 10:00"}).json()
+    again = ann.post("/v1/memory", json={"content": "standup is at 10:00"})
+    assert (again.status_code, again.json()["id"]) == (200, changed["id"])
+    restated = ann.post("/v1/memory", json={"content": "standup is at 9:30"})
+    assert restated.status_code == 201 and restated.json()["superseded_at"] is None
+    assert restated.json()["id"] not in (first["id"], changed["id"])
+    # a header key stays with the save that made it: its replay is the first record
+    keyed = ann.post("/v1/memory", json={"content": "lunch at noon"}, headers={"Idempotency-Key": "k1"}).json()
+    ann.patch(f"/v1/memory/{keyed['id']}", json={"content": "lunch at one"})
+    replay = ann.post("/v1/memory", json={"content": "lunch at noon"}, headers={"Idempotency-Key": "k1"})
+    assert (replay.status_code, replay.json()["id"]) == (200, keyed["id"])
+
+
+def test_a_change_to_words_another_memory_holds_keeps_both(make_client: Callable[..., TestClient]) -> None:
+    """The key of words another memory said first stays with it; the change is written all the same."""
+    ann = make_client("acme", "ann")
+    holder = ann.post("/v1/memory", json={"content": "the office is in Leeds"}).json()
+    other = ann.post("/v1/memory", json={"content": "the office is in York"}).json()
+    moved = ann.patch(f"/v1/memory/{other['id']}", json={"content": "the office is in Leeds"})
+    assert moved.status_code == 200 and moved.json()["version"] == 2
+    assert ann.post("/v1/memory", json={"content": "the office is in Leeds"}).json()["id"] == holder["id"]
+    assert ann.post("/v1/memory", json={"content": "the office is in York"}).status_code == 201
+
+
+def test_a_keypath_value_put_again_after_a_change_is_found(make_client: Callable[..., TestClient]) -> None:
+    ann = make_client("acme", "ann")
+    ann.put("/v1/memory/keypaths/user.theme", json={"content": "dark"})
+    now = ann.put("/v1/memory/keypaths/user.theme", json={"content": "light"}).json()
+    saved = ann.post("/v1/memory", json={"content": "light"})
+    assert saved.status_code == 200 and saved.json()["id"] == now["id"]
+
+
+def test_revision_0008_moves_the_content_keys_of_chains_changed_before(
+    engine: Engine, store: MemoryStore, make_principal: Any, make_client: Callable[..., TestClient]
+) -> None:
+    """Chains changed before the store moved keys hold theirs on version 1; the upgrade gives it to the
+    current version, leaves a key another memory holds with it, and leaves header keys alone."""
+    ann = make_principal("acme", "ann", DEFAULT_AGENT)
+    changed, _ = store.create(ann, {"content": "rent is due on the 1st"})
+    changed_head = store.patch(ann, changed.id, {"content": "rent is due on the 5th"})
+    holder, _ = store.create(ann, {"content": "the gym opens at 6"})
+    clash, _ = store.create(ann, {"content": "the gym opens at 7"})
+    clash_head = store.patch(ann, clash.id, {"content": "the gym opens at 6"})
+    keyed, _ = store.create(ann, {"content": "lunch at noon"}, idempotency_key="k1")
+    keyed_head = store.patch(ann, keyed.id, {"content": "lunch at one"})
+    with engine.begin() as connection:  # as the store left them before: every key on version 1
+        connection.execute(sa.update(MemoryRow).where(MemoryRow.version > 1).values(idempotency_key=None))
+        for first in (changed, clash):
+            key = content_key("acme", "ann", DEFAULT_AGENT, first.content)
+            connection.execute(sa.update(MemoryRow).where(MemoryRow.pk == first.pk).values(idempotency_key=key))
+    config = Config()
+    config.set_main_option("script_location", str(Path(migrations.__file__).parent))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0007")
+        command.upgrade(config, "0008")
+    with engine.connect() as connection:
+        keys = dict(connection.execute(sa.select(MemoryRow.id, MemoryRow.idempotency_key)).all())
+    assert keys[changed.id] is None and keys[changed_head.id] == content_key("acme", "ann", DEFAULT_AGENT, "rent is due on the 5th")
+    assert keys[clash.id] is None and keys[clash_head.id] is None and keys[holder.id] is not None
+    assert keys[keyed.id] == header_key("acme", "ann", "k1")  # a header key stays with its save
+    assert keys[keyed_head.id] == content_key("acme", "ann", DEFAULT_AGENT, "lunch at one")
+    owner = make_client("acme", "ann")
+    assert owner.post("/v1/memory", json={"content": "rent is due on the 5th"}).json()["id"] == changed_head.id
+    assert owner.post("/v1/memory", json={"content": "rent is due on the 1st"}).status_code == 201

@@ -20,7 +20,10 @@ import unicodedata
 #: Keep the two kinds of key apart, so a header can never reproduce a content key.
 #: Deleting a memory releases both kinds (``MemoryStore.delete``): a forgotten memory
 #: must not hold its key, or saving the same words again would answer with a tombstone.
-_CONTENT_KEY_PREFIX = "sha256:"
+#: A header key stays on the version the save made (a replay answers with the first
+#: record); a content key follows the chain's current version (``MemoryStore._supersede``),
+#: since it stands for the words the memory says now.
+CONTENT_KEY_PREFIX = "sha256:"
 _HEADER_KEY_PREFIX = "key:"
 
 
@@ -43,7 +46,7 @@ def content_hash(content: str) -> str:
 
 
 def content_key(org_id: str, user_id: str, agent_id: str | None, content: str) -> str:
-    return _CONTENT_KEY_PREFIX + _digest(org_id, user_id, agent_id, normalized(content))
+    return CONTENT_KEY_PREFIX + _digest(org_id, user_id, agent_id, normalized(content))
 
 
 def header_key(org_id: str, user_id: str, header: str) -> str:

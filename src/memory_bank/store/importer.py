@@ -46,7 +46,7 @@ from memory_bank.security.principal import Principal
 from memory_bank.store.columns import ID_LENGTH, command_line_safe
 from memory_bank.store.database import transaction
 from memory_bank.store.filters import current, owned_by
-from memory_bank.store.idempotency import content_hash, content_key
+from memory_bank.store.idempotency import CONTENT_KEY_PREFIX, content_hash, content_key
 from memory_bank.store.search import changes
 from memory_bank.store.search.indexing import EMBEDDER_OPTION, derive
 from memory_bank.store.tables import MemoryRow
@@ -358,6 +358,7 @@ def write_batch(session: Session, principal: Principal, batch: Sequence[Planned]
     for planned in batch:
         if planned.retires is not None and planned.id not in present:
             _retire(session, planned.retires, planned.record.fields["created_at"])
+    _release_content_keys(session, {p.chain_id for p in batch if p.retires is not None and p.id not in present})
     _restore_content_keys(session, principal, missing)
     inserted = _insert_rows(session, missing)
     retired = [p.retires for p in batch if p.retires is not None and p.id not in present]
@@ -394,14 +395,26 @@ def _retire(session: Session, head_pk: int, moment: datetime) -> None:
         raise Raced()
 
 
+def _release_content_keys(session: Session, chains: set[str]) -> None:
+    """The content keys of stored chains an imported version continues: the new head takes its own."""
+    if chains:
+        session.execute(
+            sa.update(MemoryRow)
+            .where(col(MemoryRow.chain_id).in_(chains), col(MemoryRow.idempotency_key).startswith(CONTENT_KEY_PREFIX))
+            .values(idempotency_key=None)
+            .execution_options(synchronize_session=False)
+        )
+
+
 def _restore_content_keys(session: Session, principal: Principal, rows: Sequence[dict[str, Any]]) -> None:
-    """Give each live chain's first version the content key a save would have given it (and every
-    other row none, so a retried batch starts from the same values)."""
+    """Give each live chain's current version the content key a save and its changes would have
+    given it (``MemoryStore._supersede``), and every other row none, so a retried batch starts
+    from the same values."""
     tombstoned = {row["chain_id"] for row in rows if row.get("deleted_at") is not None}
     wanted = {
         row["id"]: content_key(principal.org_id, principal.user_id, row.get("agent_id"), row["content"])
         for row in rows
-        if row["supersedes_id"] is None and row["chain_id"] not in tombstoned
+        if row.get("superseded_at") is None and row["chain_id"] not in tombstoned
     }
     taken = _taken_keys(session, principal.org_id, set(wanted.values()))
     for row in rows:

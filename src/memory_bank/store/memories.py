@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy import ColumnElement
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col
 
 from memory_bank.errors import Conflict, NotFound
@@ -34,7 +35,7 @@ from memory_bank.store.columns import new_id, utcnow
 from memory_bank.store.contention import DatabaseBusy
 from memory_bank.store.database import search_backend, transaction, vector_index
 from memory_bank.store.filters import MemoryFilter, current, not_deleted, owned_by, visible_to
-from memory_bank.store.idempotency import content_hash, content_key, header_key
+from memory_bank.store.idempotency import CONTENT_KEY_PREFIX, content_hash, content_key, header_key
 from memory_bank.store.keyset import MEMORIES
 from memory_bank.store.search.indexing import EMBEDDER_OPTION
 from memory_bank.store.search import changes
@@ -254,7 +255,37 @@ class MemoryStore:
     ) -> MemoryRow:
         now = utcnow()
         self._stamp(session, head, "superseded_at", now)
-        return self._insert(session, principal, agent, values, predecessor=head, now=now)
+        successor = self._insert(session, principal, agent, values, predecessor=head, now=now)
+        self._move_content_key(session, successor)
+        return successor
+
+    def _move_content_key(self, session: Session, successor: MemoryRow) -> None:
+        """Give the chain's content key to its new version, as the key of the words it says now.
+
+        Left on version 1, saving the words a memory was changed to made a second memory, and
+        saving the words it no longer says answered with the superseded version. Another
+        memory may hold the new words' key already (it said them first): it keeps it, and
+        this version has none. The savepoint keeps that refusal from undoing the write.
+        """
+        chain = col(MemoryRow.chain_id) == successor.chain_id
+        session.execute(
+            sa.update(MemoryRow)
+            .where(chain, col(MemoryRow.pk) != successor.pk, col(MemoryRow.idempotency_key).startswith(CONTENT_KEY_PREFIX))
+            .values(idempotency_key=None)
+            .execution_options(synchronize_session=False)
+        )
+        key = content_key(successor.org_id, successor.user_id, successor.agent_id, successor.content)
+        try:
+            with session.begin_nested():
+                session.execute(
+                    sa.update(MemoryRow)
+                    .where(col(MemoryRow.pk) == successor.pk)
+                    .values(idempotency_key=key)
+                    .execution_options(synchronize_session=False)
+                )
+        except IntegrityError:
+            return
+        set_committed_value(successor, "idempotency_key", key)
 
     def _stamp(self, session: Session, head: MemoryRow, column: str, moment: datetime) -> None:
         """Set ``column`` (superseded_at or deleted_at) on the chain head, unless a racing writer did first."""
