@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
 from fastapi.testclient import TestClient
-from sqlalchemy.engine import Engine
 from hypothesis import given
 from hypothesis import strategies as st
+from sqlalchemy.engine import Engine
+from support.clients import DEFAULT_AGENT
+from support.revisions import rerun
 
-from memory_bank.store import MemoryStore, migrations
+from memory_bank.store import MemoryStore
 from memory_bank.store.idempotency import content_key, header_key, normalized
 from memory_bank.store.tables import MemoryRow
-from support.clients import DEFAULT_AGENT
 
 migration = importlib.import_module("memory_bank.store.migrations.versions.0004_owner_integrity")
 
@@ -137,12 +135,7 @@ def test_revision_0008_moves_the_content_keys_of_chains_changed_before(
         for first in (changed, clash):
             key = content_key("acme", "ann", DEFAULT_AGENT, first.content)
             connection.execute(sa.update(MemoryRow).where(MemoryRow.pk == first.pk).values(idempotency_key=key))
-    config = Config()
-    config.set_main_option("script_location", str(Path(migrations.__file__).parent))
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.downgrade(config, "0007")
-        command.upgrade(config, "0008")
+    rerun(engine, "0008", before="0007")
     with engine.connect() as connection:
         keys = dict(connection.execute(sa.select(MemoryRow.id, MemoryRow.idempotency_key)).all())
     assert keys[changed.id] is None and keys[changed_head.id] == content_key("acme", "ann", DEFAULT_AGENT, "rent is due on the 5th")

@@ -11,14 +11,11 @@ rule stay readable: the response schema's tags are plain strings.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from hypothesis import given
@@ -26,18 +23,26 @@ from hypothesis import settings as examples
 from hypothesis import strategies as st
 from pydantic import ValidationError
 from sqlalchemy.engine import Engine
+from support.clients import DEFAULT_AGENT, MakeClient, MakeToken
+from support.mcp_live import call_tool
+from support.revisions import rerun
+from support.transfer import exported, ndjson
+from test_content_visible import (  # noqa: F401 (ann: a fixture)
+    INVISIBLE,
+    VISIBLE,
+    VISIBLE_ASTRAL,
+    ann,
+    blank,
+    refused_at,
+)
 
 from memory_bank.errors import field_errors
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.generated.models import MemoryCreate
 from memory_bank.generated.spec import SPEC
-from memory_bank.store import MemoryStore, migrations
+from memory_bank.store import MemoryStore
 from memory_bank.store.database import create_schema
 from memory_bank.store.tables import MemoryRow
-from support.clients import DEFAULT_AGENT, MakeClient, MakeToken
-from support.mcp_live import call_tool
-from support.transfer import exported, ndjson
-from test_content_visible import INVISIBLE, VISIBLE, VISIBLE_ASTRAL, ann, blank, refused_at  # noqa: F401 (ann: a fixture)
 
 SCHEMAS = SPEC["components"]["schemas"]
 TOOLS = {c["name"]: jsonschema.Draft202012Validator(c["inputSchema"]) for c in CAPABILITIES}
@@ -127,12 +132,7 @@ def test_the_upgrade_drops_tags_with_nothing_visible_so_an_export_imports_again(
     store.delete(ann, gone.id)
     with engine.begin() as connection:  # a vector, as the semantic extra stores one: kept
         connection.execute(sa.update(MemoryRow).values(embedding=b"\x00\x00\x80\x3f"))
-    config = Config()
-    config.set_main_option("script_location", str(Path(migrations.__file__).parent))
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.downgrade(config, "0006")
-        command.upgrade(config, "0007")
+    rerun(engine, "0007", before="0006")
     create_schema(engine)  # the start-up backfill
     with engine.connect() as connection:
         rows = connection.execute(
