@@ -16,6 +16,12 @@ from __future__ import annotations
 import hashlib
 import json
 import unicodedata
+from collections.abc import Collection
+
+import sqlalchemy as sa
+from sqlmodel import Session, col
+
+from memory_bank.store.tables import MemoryRow
 
 #: Keep the two kinds of key apart, so a header can never reproduce a content key.
 #: Deleting a memory releases both kinds (``MemoryStore.delete``): a forgotten memory
@@ -52,3 +58,15 @@ def content_key(org_id: str, user_id: str, agent_id: str | None, content: str) -
 def header_key(org_id: str, user_id: str, header: str) -> str:
     """Hashed so that any header (up to 255 chars) plus its owner fits the column."""
     return _HEADER_KEY_PREFIX + _digest(org_id, user_id, header)
+
+
+def release_content_keys(session: Session, chains: Collection[str]) -> None:
+    """Free the content keys the versions of ``chains`` hold, for their new current version to
+    take its own (``MemoryStore._move_content_key``, and an import that continues a chain)."""
+    if chains:
+        session.execute(
+            sa.update(MemoryRow)
+            .where(col(MemoryRow.chain_id).in_(chains), col(MemoryRow.idempotency_key).startswith(CONTENT_KEY_PREFIX))
+            .values(idempotency_key=None)
+            .execution_options(synchronize_session=False)
+        )

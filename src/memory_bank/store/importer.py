@@ -46,7 +46,7 @@ from memory_bank.security.principal import Principal
 from memory_bank.store.columns import ID_LENGTH, command_line_safe
 from memory_bank.store.database import transaction
 from memory_bank.store.filters import current, owned_by
-from memory_bank.store.idempotency import CONTENT_KEY_PREFIX, content_hash, content_key
+from memory_bank.store.idempotency import content_hash, content_key, release_content_keys
 from memory_bank.store.search import changes
 from memory_bank.store.search.indexing import EMBEDDER_OPTION, derive
 from memory_bank.store.tables import MemoryRow
@@ -355,14 +355,13 @@ def write_batch(session: Session, principal: Principal, batch: Sequence[Planned]
     """Insert the rows the caller does not hold yet (a concurrent import may have written some); returns how many."""
     present = _owned_ids(session, principal, {p.id for p in batch})
     missing = [row for planned, row in zip(batch, rows, strict=True) if planned.id not in present]
-    for planned in batch:
-        if planned.retires is not None and planned.id not in present:
-            _retire(session, planned.retires, planned.record.fields["created_at"])
-    _release_content_keys(session, {p.chain_id for p in batch if p.retires is not None and p.id not in present})
+    retiring = [(planned, planned.retires) for planned in batch if planned.retires is not None and planned.id not in present]
+    for planned, head_pk in retiring:
+        _retire(session, head_pk, planned.record.fields["created_at"])
+    release_content_keys(session, {planned.chain_id for planned, _ in retiring})  # the new heads take their own
     _restore_content_keys(session, principal, missing)
     inserted = _insert_rows(session, missing)
-    retired = [p.retires for p in batch if p.retires is not None and p.id not in present]
-    changes.touch(session, principal.org_id, [*inserted.values(), *retired])
+    changes.touch(session, principal.org_id, [*inserted.values(), *(head_pk for _, head_pk in retiring)])
     return len(inserted)
 
 
@@ -393,17 +392,6 @@ def _retire(session: Session, head_pk: int, moment: datetime) -> None:
     )
     if result.rowcount != 1:
         raise Raced()
-
-
-def _release_content_keys(session: Session, chains: set[str]) -> None:
-    """The content keys of stored chains an imported version continues: the new head takes its own."""
-    if chains:
-        session.execute(
-            sa.update(MemoryRow)
-            .where(col(MemoryRow.chain_id).in_(chains), col(MemoryRow.idempotency_key).startswith(CONTENT_KEY_PREFIX))
-            .values(idempotency_key=None)
-            .execution_options(synchronize_session=False)
-        )
 
 
 def _restore_content_keys(session: Session, principal: Principal, rows: Sequence[dict[str, Any]]) -> None:

@@ -35,7 +35,7 @@ from memory_bank.store.columns import new_id, utcnow
 from memory_bank.store.contention import DatabaseBusy
 from memory_bank.store.database import search_backend, transaction, vector_index
 from memory_bank.store.filters import MemoryFilter, current, not_deleted, owned_by, visible_to
-from memory_bank.store.idempotency import CONTENT_KEY_PREFIX, content_hash, content_key, header_key
+from memory_bank.store.idempotency import content_hash, content_key, header_key, release_content_keys
 from memory_bank.store.keyset import MEMORIES
 from memory_bank.store.search.indexing import EMBEDDER_OPTION
 from memory_bank.store.search import changes
@@ -267,13 +267,7 @@ class MemoryStore:
         memory may hold the new words' key already (it said them first): it keeps it, and
         this version has none. The savepoint keeps that refusal from undoing the write.
         """
-        chain = col(MemoryRow.chain_id) == successor.chain_id
-        session.execute(
-            sa.update(MemoryRow)
-            .where(chain, col(MemoryRow.pk) != successor.pk, col(MemoryRow.idempotency_key).startswith(CONTENT_KEY_PREFIX))
-            .values(idempotency_key=None)
-            .execution_options(synchronize_session=False)
-        )
+        release_content_keys(session, [successor.chain_id])  # the successor was inserted without one
         key = content_key(successor.org_id, successor.user_id, successor.agent_id, successor.content)
         try:
             with session.begin_nested():
