@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
@@ -105,6 +106,24 @@ def test_racing_patches_extend_the_chain_once(store: MemoryStore, ann) -> None:
         outcomes = list(pool.map(patch, range(8)))
     assert outcomes.count(ErrorCode.conflict) == 7
     assert [r.version for r in store.history(ann, v1.id)] == [1, 2]
+
+
+def test_patches_that_swap_two_memories_words_both_land(store: MemoryStore, ann) -> None:
+    """Each patch gives up its own words' key and asks for the other's: InnoDB picks a deadlock victim, which is retried."""
+    for round_ in range(12):
+        left, _ = store.create(ann, {"content": f"left {round_}"})
+        right, _ = store.create(ann, {"content": f"right {round_}"})
+        start = threading.Barrier(2)
+
+        def swap(memory_id: str, words: str) -> str:
+            start.wait()
+            return store.patch(ann, memory_id, {"content": words}).content
+
+        with ThreadPoolExecutor(2) as pool:
+            said = list(pool.map(swap, [left.id, right.id], [f"right {round_}", f"left {round_}"]))
+        assert said == [f"right {round_}", f"left {round_}"]
+        assert [r.version for r in store.history(ann, left.id)] == [1, 2]
+        assert [r.version for r in store.history(ann, right.id)] == [1, 2]
 
 
 def test_delete_is_a_tombstone_and_frees_the_content(store: MemoryStore, ann) -> None:

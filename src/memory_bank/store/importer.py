@@ -38,12 +38,13 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col
 
 from memory_bank.errors import Conflict, FieldError, InvalidInput
 from memory_bank.security.principal import Principal
 from memory_bank.store.columns import ID_LENGTH, command_line_safe
+from memory_bank.store.contention import DatabaseBusy
 from memory_bank.store.database import transaction
 from memory_bank.store.filters import current, owned_by
 from memory_bank.store.idempotency import content_hash, content_key, release_content_keys
@@ -58,8 +59,6 @@ _CHUNK = 500
 BATCH_ROWS = 200
 #: Tries per batch when a concurrent writer got in first; the retry finds its rows and skips them.
 BATCH_ATTEMPTS = 3
-#: MariaDB/MySQL's lock wait timeout and deadlock: a concurrent writer, not a broken import.
-_RACE_ERRORS = frozenset({1205, 1213})
 #: Problem documents list at most this many bad lines (the detail gives the total).
 MAX_REPORTED_ERRORS = 100
 
@@ -428,17 +427,12 @@ def _write_retrying(engine: Engine, principal: Principal, batch: Sequence[Planne
         try:
             with transaction(engine, write=True) as session:
                 return write_batch(session, principal, batch, rows)
-        except (Raced, IntegrityError, OperationalError) as exc:
-            if not _raced(exc):
+        except (Raced, IntegrityError):
+            continue
+        except DatabaseBusy as busy:  # a deadlock victim was rolled back whole; a lock wait that ran out already waited
+            if not busy.deadlock:
                 raise
     raise Conflict(
         f"your memories changed while the import was written; {written} records were written and stay "
         "(importing the same file again skips them)",
     )
-
-
-def _raced(exc: Exception) -> bool:
-    if isinstance(exc, OperationalError):
-        args: tuple[Any, ...] = getattr(exc.orig, "args", ())
-        return bool(args) and args[0] in _RACE_ERRORS
-    return True

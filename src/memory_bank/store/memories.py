@@ -32,7 +32,7 @@ from memory_bank.security.principal import Principal
 from memory_bank.settings import Settings
 from memory_bank.store import importer
 from memory_bank.store.columns import new_id, utcnow
-from memory_bank.store.contention import DatabaseBusy
+from memory_bank.store.contention import DatabaseBusy, retried_after_deadlock
 from memory_bank.store.database import search_backend, transaction, vector_index
 from memory_bank.store.filters import MemoryFilter, current, not_deleted, owned_by, visible_to
 from memory_bank.store.idempotency import content_hash, content_key, header_key, release_content_keys
@@ -90,6 +90,7 @@ class MemoryStore:
 
     # -- create ---------------------------------------------------------------
 
+    @retried_after_deadlock
     def create(
         self, principal: Principal, fields: Mapping[str, Any], idempotency_key: str | None = None
     ) -> tuple[MemoryRow, bool]:
@@ -237,6 +238,7 @@ class MemoryStore:
 
     # -- versions -------------------------------------------------------------
 
+    @retried_after_deadlock
     def patch(
         self, principal: Principal, memory_id: str, changes: Mapping[str, Any], expected_version: int | None = None
     ) -> MemoryRow:
@@ -293,6 +295,7 @@ class MemoryStore:
             raise ConcurrentChange()
         changes.touch(session, head.org_id, [head.pk])
 
+    @retried_after_deadlock
     def delete(self, principal: Principal, memory_id: str) -> None:
         """Tombstone the head and free the chain's idempotency keys, header and content alike.
 
