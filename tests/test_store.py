@@ -82,6 +82,14 @@ def test_patch_writes_a_new_version(store: MemoryStore, ann) -> None:
     assert [r.id for r in store.history(ann, v1.id)] == [v1.id, v2.id]
 
 
+def test_a_patch_that_changes_nothing_writes_no_version(store: MemoryStore, ann) -> None:
+    v1, _ = store.create(ann, {"content": "editor: vim", "tags": ["editor"]})
+    again = store.patch(ann, v1.id, {"content": "editor: vim", "tags": ["editor"]}, expected_version=1)
+    assert again.id == v1.id and again.superseded_at is None
+    assert [r.version for r in store.history(ann, v1.id)] == [1]
+    assert store.patch(ann, v1.id, {"tags": ["editor", "tools"]}).version == 2
+
+
 @pytest.mark.parametrize("expected_version", [None, 2])
 def test_patch_refuses_stale_versions(store: MemoryStore, ann, expected_version) -> None:
     v1, _ = store.create(ann, {"content": "a"})

@@ -242,7 +242,10 @@ class MemoryStore:
     def patch(
         self, principal: Principal, memory_id: str, changes: Mapping[str, Any], expected_version: int | None = None
     ) -> MemoryRow:
-        """Write the next version with ``changes`` applied; only the head can be patched."""
+        """Write the next version with ``changes`` applied; only the head can be patched.
+
+        A patch that changes nothing (a client's retry, say) writes nothing and returns the head.
+        """
         with transaction(self._engine, write=True) as session:
             head = self._writable(session, principal, memory_id)
             if head.superseded_at is not None:
@@ -250,6 +253,8 @@ class MemoryStore:
             if expected_version is not None and expected_version != head.version:
                 raise Conflict(f"expected version {expected_version}, but the current version is {head.version}")
             values = {name: getattr(head, name) for name in VERSIONED_FIELDS} | dict(changes)
+            if _repeats(head, values, principal.agent_id):
+                return head
             return self._supersede(session, principal, principal.agent_id, head, values)
 
     def _supersede(
@@ -347,8 +352,7 @@ class MemoryStore:
                 head = self._current_at(session, principal, keypath, lock=True)
             if head is None:
                 return self._insert(session, principal, agent, values), True
-            candidate = MemoryRow(**values)
-            if all(getattr(candidate, f) == getattr(head, f) for f in VERSIONED_FIELDS) and agent == head.agent_id:
+            if _repeats(head, values, agent):
                 return head, False
             return self._supersede(session, principal, agent, head, values), False
 
@@ -390,3 +394,8 @@ class MemoryStore:
         """Write exported records into the caller's account, checked whole, written in batches: (imported, skipped)."""
         return importer.run(self._engine, principal, records)
 
+
+def _repeats(head: MemoryRow, values: Mapping[str, Any], agent: str | None) -> bool:
+    """Whether writing ``values`` as ``agent`` would only repeat ``head`` (fields left out take their defaults)."""
+    candidate = MemoryRow(**values)
+    return agent == head.agent_id and all(getattr(candidate, f) == getattr(head, f) for f in VERSIONED_FIELDS)
