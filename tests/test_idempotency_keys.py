@@ -6,15 +6,17 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.engine import Engine
 from support.clients import DEFAULT_AGENT
 from support.revisions import rerun
 
-from memory_bank.store import MemoryStore
+from memory_bank.store import MemoryFilter, MemoryStore
+from memory_bank.store.columns import new_id
 from memory_bank.store.idempotency import content_key, header_key, normalized
 from memory_bank.store.tables import MemoryRow
 
@@ -107,6 +109,59 @@ def test_a_change_to_words_another_memory_holds_keeps_both(make_client: Callable
     assert moved.status_code == 200 and moved.json()["version"] == 2
     assert ann.post("/v1/memory", json={"content": "the office is in Leeds"}).json()["id"] == holder["id"]
     assert ann.post("/v1/memory", json={"content": "the office is in York"}).status_code == 201
+
+
+@pytest.mark.parametrize("holder_goes", ["changed", "deleted"])
+def test_words_kept_by_a_second_memory_are_found_once_the_first_lets_go(
+    make_client: Callable[..., TestClient], holder_goes: str
+) -> None:
+    """The key of words given up passes to a memory that still says them, so saving them finds it."""
+    ann = make_client("acme", "ann")
+    holder = ann.post("/v1/memory", json={"content": "the office is in Leeds"}).json()
+    other = ann.post("/v1/memory", json={"content": "the office is in York"}).json()
+    kept = ann.patch(f"/v1/memory/{other['id']}", json={"content": "the office is in Leeds"}).json()
+    if holder_goes == "changed":
+        ann.patch(f"/v1/memory/{holder['id']}", json={"content": "the office was in Leeds"})
+    else:
+        assert ann.delete(f"/v1/memory/{holder['id']}").status_code == 204
+    saved = ann.post("/v1/memory", json={"content": "the office is in Leeds"})
+    assert (saved.status_code, saved.json()["id"]) == (200, kept["id"])
+    assert ann.post("/v1/memory", json={"content": "the office is in York"}).status_code == 201
+
+
+#: Saves, changes and deletes over a few words, so that memories come to say each other's words.
+WRITES = st.lists(
+    st.tuples(st.sampled_from(["save", "change", "delete"]), st.integers(0, 3), st.sampled_from(["red", "blue"])),
+    max_size=10,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(writes=WRITES)
+def test_saving_words_a_current_memory_says_answers_with_it(store: MemoryStore, make_principal: Any, writes) -> None:
+    owner = make_principal("acme", new_id(), DEFAULT_AGENT)  # a fresh owner per example
+    heads: list[MemoryRow] = []
+    for write, pick, words in writes:
+        if write == "save" or not heads:
+            store.create(owner, {"content": words})
+        elif write == "change":
+            store.patch(owner, heads[pick % len(heads)].id, {"content": words})
+        else:
+            store.delete(owner, heads[pick % len(heads)].id)
+        heads = store.page(owner, MemoryFilter(), 100)[0]
+        for head in heads:
+            saved, created = store.create(owner, {"content": head.content})
+            assert not created and saved.content == head.content and saved.superseded_at is None
+
+
+def test_a_key_is_handed_on_only_within_one_owner_and_agent(make_client: Callable[..., TestClient]) -> None:
+    ann = make_client("acme", "ann")
+    bob = make_client("acme", "bob")
+    holder = ann.post("/v1/memory", json={"content": "standup at nine"}).json()
+    bobs = bob.post("/v1/memory", json={"content": "standup at ten"}).json()
+    bob.patch(f"/v1/memory/{bobs['id']}", json={"content": "standup at nine"})
+    ann.delete(f"/v1/memory/{holder['id']}")
+    assert ann.post("/v1/memory", json={"content": "standup at nine"}).status_code == 201
 
 
 def test_a_keypath_value_put_again_after_a_change_is_found(make_client: Callable[..., TestClient]) -> None:

@@ -28,7 +28,8 @@ from memory_bank.store.tables import MemoryRow
 #: must not hold its key, or saving the same words again would answer with a tombstone.
 #: A header key stays on the version the save made (a replay answers with the first
 #: record); a content key follows the chain's current version (``MemoryStore._supersede``),
-#: since it stands for the words the memory says now.
+#: since it stands for the words the memory says now, and a key a chain lets go of passes to
+#: another current memory that says those words (``memories._hand_on``).
 CONTENT_KEY_PREFIX = "sha256:"
 _HEADER_KEY_PREFIX = "key:"
 

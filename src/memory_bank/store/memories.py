@@ -35,7 +35,13 @@ from memory_bank.store.columns import new_id, utcnow
 from memory_bank.store.contention import DatabaseBusy, retried_after_deadlock
 from memory_bank.store.database import search_backend, transaction, vector_index
 from memory_bank.store.filters import MemoryFilter, current, not_deleted, owned_by, visible_to
-from memory_bank.store.idempotency import content_hash, content_key, header_key, release_content_keys
+from memory_bank.store.idempotency import (
+    CONTENT_KEY_PREFIX,
+    content_hash,
+    content_key,
+    header_key,
+    release_content_keys,
+)
 from memory_bank.store.keyset import MEMORIES
 from memory_bank.store.search.indexing import EMBEDDER_OPTION
 from memory_bank.store.search import changes
@@ -263,30 +269,24 @@ class MemoryStore:
         now = utcnow()
         self._stamp(session, head, "superseded_at", now)
         successor = self._insert(session, principal, agent, values, predecessor=head, now=now)
-        self._move_content_key(session, successor)
+        self._move_content_key(session, head, successor)
         return successor
 
-    def _move_content_key(self, session: Session, successor: MemoryRow) -> None:
+    def _move_content_key(self, session: Session, head: MemoryRow, successor: MemoryRow) -> None:
         """Give the chain's content key to its new version, as the key of the words it says now.
 
         Left on version 1, saving the words a memory was changed to made a second memory, and
         saving the words it no longer says answered with the superseded version. Another
         memory may hold the new words' key already (it said them first): it keeps it, and
-        this version has none. The savepoint keeps that refusal from undoing the write.
+        this version has none. The key of the words given up goes on to a memory that still
+        says them (``_hand_on``).
         """
         release_content_keys(session, [successor.chain_id])  # the successor was inserted without one
         key = content_key(successor.org_id, successor.user_id, successor.agent_id, successor.content)
-        try:
-            with session.begin_nested():
-                session.execute(
-                    sa.update(MemoryRow)
-                    .where(col(MemoryRow.pk) == successor.pk)
-                    .values(idempotency_key=key)
-                    .execution_options(synchronize_session=False)
-                )
-        except IntegrityError:
-            return
-        set_committed_value(successor, "idempotency_key", key)
+        if _take_key(session, successor.pk, key):
+            set_committed_value(successor, "idempotency_key", key)
+        if head.idempotency_key != key:
+            _hand_on(session, head)
 
     def _stamp(self, session: Session, head: MemoryRow, column: str, moment: datetime) -> None:
         """Set ``column`` (superseded_at or deleted_at) on the chain head, unless a racing writer did first."""
@@ -318,6 +318,7 @@ class MemoryStore:
                 .values(idempotency_key=None)
                 .execution_options(synchronize_session=False)
             )
+            _hand_on(session, head)
 
     # -- keypaths -------------------------------------------------------------
 
@@ -399,3 +400,49 @@ def _repeats(head: MemoryRow, values: Mapping[str, Any], agent: str | None) -> b
     """Whether writing ``values`` as ``agent`` would only repeat ``head`` (fields left out take their defaults)."""
     candidate = MemoryRow(**values)
     return agent == head.agent_id and all(getattr(candidate, f) == getattr(head, f) for f in VERSIONED_FIELDS)
+
+
+def _take_key(session: Session, pk: int | None, key: str) -> bool:
+    """Give row ``pk`` the idempotency key ``key``, unless another row holds it.
+
+    The savepoint keeps the refusal (the unique key) from undoing the rest of the write.
+    """
+    try:
+        with session.begin_nested():
+            session.execute(
+                sa.update(MemoryRow)
+                .where(col(MemoryRow.pk) == pk)
+                .values(idempotency_key=key)
+                .execution_options(synchronize_session=False)
+            )
+    except IntegrityError:
+        return False
+    return True
+
+
+def _hand_on(session: Session, holder: MemoryRow) -> None:
+    """Pass the content key ``holder`` let go of to the oldest current memory of the same
+    owner and agent that says the same words and holds no key.
+
+    Such a memory was changed to those words while ``holder`` held their key; left keyless,
+    saving the words again would make a second memory beside it.
+    """
+    released = holder.idempotency_key
+    if released is None or not released.startswith(CONTENT_KEY_PREFIX):
+        return
+    agent = col(MemoryRow.agent_id)
+    heir = session.scalars(
+        sa.select(col(MemoryRow.pk))
+        .where(
+            col(MemoryRow.org_id) == holder.org_id,
+            col(MemoryRow.user_id) == holder.user_id,
+            agent.is_(None) if holder.agent_id is None else agent == holder.agent_id,
+            col(MemoryRow.content_hash) == holder.content_hash,
+            col(MemoryRow.idempotency_key).is_(None),
+            current(),
+        )
+        .order_by(col(MemoryRow.created_at), col(MemoryRow.pk))
+        .limit(1)
+    ).first()
+    if heir is not None:
+        _take_key(session, heir, released)
