@@ -70,6 +70,12 @@ def test_groups_sent_as_json_text_are_decoded_only_when_they_parse() -> None:
     assert decode_groups({"body": '"x"'}, {"properties": {"body": {"type": "string"}}}) == {"body": '"x"'}
 
 
+def test_nulls_and_empty_groups_the_operation_lacks_are_left_out() -> None:
+    get = CATALOG["getMemory"]["inputSchema"]
+    assert decode_groups({"path": {"memory_id": "m"}, "query": {}, "body": "{}", "header": None}, get) == {"path": {"memory_id": "m"}}
+    assert decode_groups({"body": {}, "header": {}}, POST) == {"body": {}, "header": {}}  # groups it has: checked as sent
+
+
 def test_wrapped_exactly_where_the_catalog_wrapped() -> None:
     wrapped = {name for name, c in CATALOG.items() if is_wrapped(c["outputSchema"])}
     assert wrapped == {"getMemoryHistory"}

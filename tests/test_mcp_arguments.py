@@ -70,6 +70,21 @@ def test_flat_content_and_a_bare_query_are_told_the_fix(server: LiveServer) -> N
     assert [e["message"] for e in bare["errors"]] == ['must be of type "object", e.g. {"q": "helix editor"}; got string of 12 characters']
 
 
+def test_the_nulls_and_empty_groups_strict_clients_fill_unused_fields_with_are_not_sent(server: LiveServer) -> None:
+    """Function-calling in strict mode sends every field the schema names: null or {} where it has nothing."""
+    with httpx.Client(timeout=30) as http:
+        token = server.token()
+        unused = {"path": None, "query": None, "header": None}
+        failed, saved = execute(http, server, token, "postMemory", body={"content": "The user reads Le Monde"}, **unused)
+        assert not failed and saved["content"] == "The user reads Le Monde"
+        failed, got = execute(http, server, token, "getMemory", path={"memory_id": saved["id"]}, query={}, body={})
+        assert not failed and got["id"] == saved["id"]
+        failed, problem = execute(http, server, token, "postMemory", body={}, path=None)
+        assert failed and [e["field"] for e in problem["errors"]] == ["/body/content"]  # an empty group it has is checked
+        answer = post_rpc(http, server, token, "tools/call", {"name": "search_capabilities", "arguments": {"query": "save a note", "category": None, "limit": None}})
+    assert not answer["result"].get("isError") and answer["result"]["structuredContent"]["results"]
+
+
 HEADER_TEXT = st.text(st.characters(codec="utf-8"), min_size=1, max_size=40)
 
 

@@ -171,18 +171,23 @@ class ArgumentSchema:
 
 
 def decode_groups(arguments: Mapping[str, Any], input_schema: Mapping[str, Any]) -> dict[str, Any]:
-    """Parse groups sent as JSON text (``"body": "{\\"content\\": ...}"``), as many clients do.
+    """The arguments as the schema reads them, from the forms clients send them in.
 
-    Only where the schema wants something other than a string, and only when the
-    text parses; anything else is left for the schema check to name.
+    Groups sent as JSON text (``"body": "{\\"content\\": ...}"``), as many clients do, are
+    parsed, where the schema wants something other than a string and the text parses.
+    What strict function-calling clients fill unused fields with is left out: ``null`` for any
+    argument (none takes null), and ``{}`` for a group the operation has none of. Anything
+    else is left for the schema check to name.
     """
-    decoded = dict(arguments)
     properties = input_schema.get("properties") or {}
+    decoded = {name: value for name, value in arguments.items() if value is not None}
     for group in GROUPS:
         value = decoded.get(group)
         if isinstance(value, str) and (properties.get(group) or {}).get("type") != "string":
             try:
-                decoded[group] = json.loads(value)
+                decoded[group] = value = json.loads(value)
             except ValueError:
                 pass
+        if value == {} and group not in properties:
+            del decoded[group]
     return decoded
