@@ -6,6 +6,7 @@ import pytest
 
 from memory_bank.capabilities.cards import required_arguments, summary
 from memory_bank.capabilities.registry import CapabilityRegistry
+from memory_bank.errors import InvalidInput
 from memory_bank.generated.catalog import CAPABILITIES
 
 READ = {"memory:read"}.__contains__
@@ -41,9 +42,13 @@ def test_blank_query_lists_everything_allowed_by_category_ignoring_limit() -> No
     assert all(card.score is None for card in result.results)
 
 
-def test_category_is_case_insensitive_and_unknown_names_are_none() -> None:
+def test_category_is_case_insensitive_and_an_unknown_one_is_refused_naming_the_known() -> None:
     assert REGISTRY.search("", allows=READ, category="MEMORY").results
-    assert REGISTRY.search("", allows=READ, category="Billing").results == []
+    assert REGISTRY.search("", allows=READ, category="admin").results == []  # there, but this token may not use it
+    with pytest.raises(InvalidInput) as refused:
+        REGISTRY.search("save a note", allows=READ, category="keypaths")
+    assert refused.value.detail == "no category is named 'keypaths'; one of Admin, Memory"
+    assert [e.field for e in refused.value.errors] == ["/query/category"]
     assert REGISTRY.get("nope") is None and REGISTRY.get("postMemory") is CATALOG["postMemory"]
 
 

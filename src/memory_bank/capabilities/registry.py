@@ -13,6 +13,7 @@ from typing import Any
 from memory_bank.capabilities.cards import card
 from memory_bank.capabilities.ranking.search import CapabilitySearch
 from memory_bank.capabilities.ranking.semantic import TextVectors
+from memory_bank.errors import FieldError, InvalidInput
 from memory_bank.generated import models
 from memory_bank.textsearch.embeddings import Embedder
 
@@ -43,6 +44,8 @@ class CapabilityRegistry:
         self._embedder = embedder
         self._vectors = TextVectors(embedder) if embedder is not None else None
         self._searches: dict[tuple[str, ...], CapabilitySearch] = {}
+        #: casefolded -> as the spec spells it: a search names one case-insensitively.
+        self._categories = {str(c["policy"]["category"]).casefold(): str(c["policy"]["category"]) for c in self._capabilities}
         self.confident_score = CONFIDENT_LEXICAL if embedder is None else CONFIDENT_HYBRID
 
     def __iter__(self) -> Iterator[Capability]:
@@ -110,11 +113,16 @@ class CapabilityRegistry:
 
         A blank query lists every allowed capability ordered by category (``limit``
         does not apply: browsing wants the whole menu). ``category`` matches
-        case-insensitively. Capabilities the caller may not use are left out of the
+        case-insensitively; one no capability has is refused, naming those there are (an
+        empty answer read as "nothing does that"). Capabilities the caller may not use are left out of the
         ranking itself, so they neither appear, nor take a place in the top ``limit``,
         nor weigh on the scores of the rest.
         """
         wanted = category.casefold() if category else None
+        if wanted is not None and wanted not in self._categories:
+            named = ", ".join(sorted(set(self._categories.values())))
+            message = f"no category is named {category!r}; one of {named}"
+            raise InvalidInput(message, [FieldError("/query/category", "enum", message)])
 
         def accept(capability: Capability) -> bool:
             policy = capability["policy"]
