@@ -101,6 +101,16 @@ def test_patch_refuses_stale_versions(store: MemoryStore, ann, expected_version)
     assert code_of(excinfo) is ErrorCode.conflict
 
 
+@pytest.mark.parametrize("write", ["patch", "delete"])
+def test_a_write_to_a_superseded_version_names_the_current_one(store: MemoryStore, ann, write: str) -> None:
+    v1, _ = store.create(ann, {"content": "a"})
+    v3 = store.patch(ann, store.patch(ann, v1.id, {"content": "b"}).id, {"content": "c"})
+    with pytest.raises(DomainError) as excinfo:
+        store.patch(ann, v1.id, {"content": "d"}) if write == "patch" else store.delete(ann, v1.id)
+    assert code_of(excinfo) is ErrorCode.conflict
+    assert excinfo.value.detail == f"this version was superseded by {v3.id} (version 3); {write} that one instead"
+
+
 def test_racing_patches_extend_the_chain_once(store: MemoryStore, ann) -> None:
     v1, _ = store.create(ann, {"content": "counter"})
 

@@ -255,7 +255,7 @@ class MemoryStore:
         with transaction(self._engine, write=True) as session:
             head = self._writable(session, principal, memory_id)
             if head.superseded_at is not None:
-                raise Conflict("this version was superseded; patch the current version instead")
+                raise _superseded(session, head, "patch")
             if expected_version is not None and expected_version != head.version:
                 raise Conflict(f"expected version {expected_version}, but the current version is {head.version}")
             values = {name: getattr(head, name) for name in VERSIONED_FIELDS} | dict(changes)
@@ -310,7 +310,7 @@ class MemoryStore:
         with transaction(self._engine, write=True) as session:
             head = self._writable(session, principal, memory_id)
             if head.superseded_at is not None:
-                raise Conflict("this version was superseded; delete the current version instead")
+                raise _superseded(session, head, "delete")
             self._stamp(session, head, "deleted_at", utcnow())
             session.execute(
                 sa.update(MemoryRow)
@@ -446,3 +446,12 @@ def _hand_on(session: Session, holder: MemoryRow) -> None:
     ).first()
     if heir is not None:
         _take_key(session, heir, released)
+
+
+def _superseded(session: Session, version: MemoryRow, verb: str) -> Conflict:
+    """409 for a write to a superseded version, naming the current one: an agent holding the id
+    it saved, from before a change, can then act on the memory without a search."""
+    head = session.scalars(sa.select(MemoryRow).where(col(MemoryRow.chain_id) == version.chain_id, current())).first()
+    if head is None:  # superseded by a racing writer that then deleted the chain
+        return Conflict(f"this version was superseded; {verb} the current version instead")
+    return Conflict(f"this version was superseded by {head.id} (version {head.version}); {verb} that one instead")
