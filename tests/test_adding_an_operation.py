@@ -85,6 +85,7 @@ def generated(tmp_path: Path) -> Iterator[dict[str, ModuleType | Any]]:
     try:
         yield {
             "memory_routes": importlib.import_module(f"{PACKAGE}.memory_routes"),
+            "memory_interface": importlib.import_module(f"{PACKAGE}.memory_interface"),
             "catalog": importlib.import_module(f"{PACKAGE}.catalog"),
             "spec": importlib.import_module(f"{PACKAGE}.spec"),
         }
@@ -101,12 +102,26 @@ class TallyHandlers(AppHandlers):
         return Reply(models.ImportResult(imported=3, skipped=1))
 
 
+def use_generated(monkeypatch: pytest.MonkeyPatch, generated: dict[str, Any]) -> None:
+    monkeypatch.setattr(memory_bank.app, "memory_routes", generated["memory_routes"])
+    monkeypatch.setattr(memory_bank.app, "MemoryBankApi", generated["memory_interface"].MemoryBankApi)
+    monkeypatch.setattr(memory_bank.app, "CAPABILITIES", generated["catalog"].CAPABILITIES)
+    monkeypatch.setattr(memory_bank.app, "SPEC", generated["spec"].SPEC)
+
+
+def test_a_new_operation_without_its_handler_method_stops_the_start_naming_it(
+    generated: dict[str, Any], settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the check it started, was offered to agents, and answered 500 at the first call."""
+    use_generated(monkeypatch, generated)
+    with pytest.raises(TypeError, match=r"^AppHandlers lacks get_memory_tally, which the spec's MemoryBankApi needs"):
+        create_app(settings)
+
+
 def test_a_new_operation_needs_only_the_spec_a_regeneration_and_one_handler_method(
     generated: dict[str, Any], settings: Settings, make_token: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(memory_bank.app, "memory_routes", generated["memory_routes"])
-    monkeypatch.setattr(memory_bank.app, "CAPABILITIES", generated["catalog"].CAPABILITIES)
-    monkeypatch.setattr(memory_bank.app, "SPEC", generated["spec"].SPEC)
+    use_generated(monkeypatch, generated)
     monkeypatch.setattr(memory_bank.app, "AppHandlers", TallyHandlers)
     app = create_app(settings)
     token = make_token("acme", "ann", ["memory:read"])

@@ -17,12 +17,15 @@ from fastapi import FastAPI
 from memory_bank import __version__
 from memory_bank.api.auth import make_authorize
 from memory_bank.api.docs import install_docs
+from memory_bank.api.interfaces import require_implemented
 from memory_bank.api.middleware import CallObserver, HeadAsGet, RequestIdMiddleware, UnexpectedErrorMiddleware
 from memory_bank.api.problems import install_problem_handlers
 from memory_bank.api.routes import service_routes
 from memory_bank.capabilities.execute.dispatch import Executor
 from memory_bank.capabilities.registry import CapabilityRegistry
 from memory_bank.generated import admin_routes, memory_routes
+from memory_bank.generated.admin_interface import MemoryBankAdminApi
+from memory_bank.generated.memory_interface import MemoryBankApi
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.generated.spec import SPEC
 from memory_bank.handlers import AdminHandlers, MemoryHandlers
@@ -105,7 +108,8 @@ def create_app(settings: Settings | None = None, *, clock: Callable[[], float] =
     mcp_http = McpHttp(toolbox, tokens, oauth, settings.public_url, allow_loopback=not settings.protected)
     mcp_http.install(app)
     authorize = make_authorize(tokens, operations.limiter, oauth, settings.public_url)
-    app.include_router(memory_routes.build_router(handlers, authorize))
-    app.include_router(admin_routes.build_router(AdminHandlers(tokens, agents), authorize))
+    app.include_router(memory_routes.build_router(require_implemented(handlers, MemoryBankApi), authorize))
+    admin = require_implemented(AdminHandlers(tokens, agents), MemoryBankAdminApi)
+    app.include_router(admin_routes.build_router(admin, authorize))
     app.include_router(service_routes(SPEC, operations.readiness, operations.metrics))
     return app
