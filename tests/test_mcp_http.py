@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -110,14 +111,20 @@ async def test_direct_mode_lists_only_allowed_operations_with_catalog_schemas(di
     assert names == set(CATALOG) - WRITE_OPERATIONS
 
 
-async def test_the_handshake_names_only_tools_the_mode_lists(server: LiveServer, direct_server: LiveServer) -> None:
-    """Direct mode told agents to use search_capabilities, which it does not list (Unknown tool)."""
-    for live in (server, direct_server):
-        async with live.client(live.token()) as client:
-            listed = {t.name for t in (await client.list_tools()).tools}
-            instructions = client.instructions or ""
-        named = {word.strip(".,()") for word in instructions.split() if "_" in word or word[:1].islower() and any(c.isupper() for c in word)}
-        assert named and named <= listed, (named, listed)
+async def test_the_handshake_names_only_tools_the_mode_lists(
+    server: LiveServer, direct_server: LiveServer, tmp_path: Path
+) -> None:
+    """Direct mode told agents to use search_capabilities, which it does not list (Unknown tool);
+    both modes named only the meta-tools."""
+    with live_server(tmp_path, McpToolsMode.both) as both:
+        for live in (server, direct_server, both):
+            async with live.client(live.token()) as client:
+                listed = {t.name for t in (await client.list_tools()).tools}
+                instructions = client.instructions or ""
+            words = [word.strip(".,()") for word in instructions.split()]
+            named = {word for word in words if "_" in word or word[:1].islower() and any(c.isupper() for c in word)}
+            assert named and named <= listed, (named, listed)
+            assert ({"search_capabilities", "postMemory"} <= named) == (live is both)
 
 
 async def test_direct_tool_runs_the_same_path(direct_server: LiveServer) -> None:

@@ -157,6 +157,11 @@ DIRECT_INSTRUCTIONS = (
     "Memory Bank keeps what you learn across sessions. Each of its operations is a tool of its own "
     "(postMemory saves a memory, getMemorySearch searches them); call the one you need."
 )
+BOTH_INSTRUCTIONS = (
+    "Memory Bank keeps what you learn across sessions. Each of its operations is a tool of its own "
+    "(postMemory saves a memory, getMemorySearch searches them); call the one you need, or find one "
+    "with search_capabilities and run it with execute_capability."
+)
 
 
 class Toolbox:
@@ -178,6 +183,8 @@ class Toolbox:
     @property
     def instructions(self) -> str:
         """What the handshake tells an agent to do first: the tools this mode lists, no others."""
+        if self._meta and self._direct:
+            return BOTH_INSTRUCTIONS
         return META_INSTRUCTIONS if self._meta else DIRECT_INSTRUCTIONS
 
     def tools_for(self, caller: Caller) -> list[types.Tool]:
