@@ -77,6 +77,7 @@ SWITCHES: Mapping[str, Mapping[str, Any]] = {
     "example_intents": {"example_intents": False},
     "value_shapes": {"value_shapes": False},
     "opening_word": {"opening_word": False},
+    "semantic_intents": {"semantic_intents": False},
 }
 #: Every name ``--ablate`` takes: each BM25F field, then each switch.
 COMPONENTS = (*FIELD_WEIGHTS, *SWITCHES)

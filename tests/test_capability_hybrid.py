@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from memory_bank.app import create_app
-from memory_bank.capabilities.ranking.search import CapabilitySearch
+from memory_bank.capabilities.ranking.search import CapabilitySearch, Ranking
 from memory_bank.capabilities.registry import CapabilityRegistry
 from memory_bank.capabilities.ranking.semantic import SemanticIndex, capability_texts
 from memory_bank.generated.catalog import CAPABILITIES
@@ -69,6 +69,43 @@ def test_the_embedding_side_takes_an_operations_closest_example() -> None:
     unrelated, closest, other = index.scores("forget my address")
     assert closest == pytest.approx(float(embed(["forget that"])[0] @ embed(["forget my address"])[0]))
     assert closest > other and closest > unrelated and capability_texts(plain) == ["Drop a record"]
+
+
+def test_the_examples_train_a_classifier_that_outvotes_one_stray_close_example() -> None:
+    """"Forget" sits among the examples of one operation and beside one stray example of another:
+    the nearest phrase picks the stray one, the classifier the operation whose examples agree."""
+    np = semantic_extra("numpy")
+    vectors = {
+        "forget it": (1.0, 0.2, 0.0),
+        "Forget": (1.0, 0.0, 0.3), "drop it": (1.0, 0.4, 0.1), "remove it": (1.0, 0.3, 0.3), "erase it": (0.9, 0.5, 0.0),
+        "Save": (0.0, 1.0, 0.2), "keep it": (0.1, 1.0, 0.0), "note it": (0.0, 0.9, 0.4), "stray": (1.0, 0.2, 0.0),
+    }  # fmt: skip
+
+    def embed(texts: Sequence[str]) -> Any:
+        rows = np.array([vectors[text] for text in texts])
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+    texts = [["Forget", "drop it", "remove it", "erase it"], ["Save", "keep it", "note it", "stray"]]
+    forget, save = SemanticIndex(embed, texts).scores("forget it")
+    nearest_forget, nearest_save = SemanticIndex(embed, texts, intents=False).scores("forget it")
+    assert nearest_save > nearest_forget  # the stray example is the closest text
+    assert forget > save and forget == pytest.approx(nearest_save)  # the winner gets the best similarity
+
+
+def test_a_catalog_without_examples_ranks_as_before_the_classifier() -> None:
+    """A vendor spec has no examples: nothing trains, and its hybrid is the nearest-text one."""
+    np = semantic_extra("numpy")
+
+    def embedder(texts: Sequence[str]) -> Any:
+        rows = np.array([[(hash(word) % 7) + 1.0 for word in (text + " x y z").split()[:4]] for text in texts])
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+    bare = [{**c, "examples": []} for c in CAPABILITIES if c["policy"]["expose"]]
+    served = CapabilitySearch(bare, embedder=embedder)
+    before = CapabilitySearch(bare, embedder=embedder, ranking=Ranking(semantic_intents=False))
+    for request in (QUERY, "what do you know about my sister", "delete the note about parking"):
+        ranked = [(m.capability["name"], m.score) for m in served.search(request, limit=10)]
+        assert ranked == [(m.capability["name"], m.score) for m in before.search(request, limit=10)]
 
 
 def test_each_capability_text_is_embedded_once_whatever_the_permission_sets() -> None:

@@ -52,7 +52,7 @@ from memory_bank.capabilities.ranking import request_steps, safety
 from memory_bank.capabilities.ranking.example_requests import EXAMPLE_WEIGHT, ExampleRequests
 from memory_bank.capabilities.ranking.fields import FIELD_WEIGHTS, api_terms, fields
 from memory_bank.capabilities.ranking.question_fallback import ANSWER_TERMS, FALLBACK_WEIGHT, asks_question
-from memory_bank.capabilities.ranking.semantic import SemanticIndex, TextVectors, capability_texts
+from memory_bank.capabilities.ranking.semantic import INTENT_SEMANTIC_WEIGHT, SemanticIndex, TextVectors, capability_texts
 from memory_bank.textsearch.bm25 import BM25F
 from memory_bank.textsearch.embeddings import Embedder
 from memory_bank.textsearch.fusion import LEXICAL_FLOOR, SEMANTIC_WEIGHT, fuse
@@ -106,6 +106,8 @@ class Ranking:
     value_shapes: bool = True
     #: Whether it reads the word a text opens with (``example_intents.opening_word``).
     opening_word: bool = True
+    #: Whether the examples' embeddings train a classifier too (``semantic.SemanticIndex``).
+    semantic_intents: bool = True
 
 
 @dataclass(frozen=True)
@@ -125,18 +127,18 @@ class CapabilitySearch:
         *,
         embedder: Embedder | None = None,
         vectors: TextVectors | None = None,
-        semantic_weight: float = SEMANTIC_WEIGHT,
+        semantic_weight: float | None = None,
         lexical_floor: float = LEXICAL_FLOOR,
         ranking: Ranking = Ranking(),
     ) -> None:
         """Index ``capabilities`` once, ranked as ``ranking`` says; ``embedder`` (see
         ``textsearch.embeddings.load_embedder``) adds the embedding signal, fused with
         ``semantic_weight`` and ``lexical_floor`` (see ``textsearch.fusion.fuse``; the defaults
-        are the cross-validated ones); ``vectors`` shares the capability texts' rows with other
+        are the cross-validated ones, the weight ``semantic.INTENT_SEMANTIC_WEIGHT`` when the
+        examples train the embedding's classifier); ``vectors`` shares the capability texts' rows with other
         indexes (``semantic.TextVectors``)."""
         self._capabilities = list(capabilities)
         self._ranking = ranking
-        self._fusion = (semantic_weight, lexical_floor)
         self._operations = BM25F([fields(c) for c in self._capabilities], ranking.field_weights, k1=ranking.k1, b=ranking.b)
         sources: dict[str, int] = {}
         self._source_of = [sources.setdefault(str(c.get("source") or ""), len(sources)) for c in self._capabilities]
@@ -150,7 +152,12 @@ class CapabilitySearch:
         self._hazards = [safety.Hazard.of(c) for c in self._capabilities]
         self._answers = self._operations.scores(ANSWER_TERMS)
         texts = [capability_texts(c) for c in self._capabilities]
-        self._semantic = SemanticIndex(embedder, texts, vectors=vectors) if embedder and texts else None
+        self._semantic = (
+            SemanticIndex(embedder, texts, vectors=vectors, intents=ranking.semantic_intents) if embedder and texts else None
+        )
+        if semantic_weight is None:
+            semantic_weight = INTENT_SEMANTIC_WEIGHT if self._semantic and self._semantic.classifies else SEMANTIC_WEIGHT
+        self._fusion = (semantic_weight, lexical_floor)
 
     def __len__(self) -> int:
         return len(self._capabilities)
