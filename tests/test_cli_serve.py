@@ -18,7 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memory_bank.cli.serve import listen
+from memory_bank.cli.serve import _bootstrap_dev_token, listen
+from memory_bank.store.tokens import TokenStore
 from support import backends
 
 MEMORY_BANK = str(Path(sys.executable).with_name("memory-bank"))
@@ -137,3 +138,14 @@ async def test_the_listener_serve_hands_uvicorn_gets_nagle_turned_off_on_each_co
     finally:
         server.close()
         await server.wait_closed()
+
+
+def test_a_start_on_a_database_with_tokens_says_how_to_mint_one(engine, capsys: pytest.CaptureFixture[str]) -> None:
+    """A token is shown once; a second start printed nothing, and a new user had no way on."""
+    tokens = TokenStore(engine)
+    _bootstrap_dev_token(tokens, "http://127.0.0.1:8000")
+    first = capsys.readouterr().err
+    _bootstrap_dev_token(tokens, "http://127.0.0.1:8000")
+    again = " ".join(capsys.readouterr().err.split())
+    assert "Development token" in first and tokens.count() == 1
+    assert "printed at the first start" in again and "memory-bank token create --org dev --user dev" in again

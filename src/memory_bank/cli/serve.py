@@ -53,8 +53,14 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def _bootstrap_dev_token(tokens: TokenStore, base_url: str) -> None:
-    """On a development database without tokens, mint one so the first curl works."""
+    """On a development database without tokens, mint one so the first curl works; on one with
+    tokens, say how to get one (a token is shown once, at its creation)."""
     if tokens.count():
+        stderr.print(
+            "Tokens: the development token was printed at the first start; to mint another: "
+            "memory-bank token create --org dev --user dev --agent dev-agent --permissions memory:read,memory:write",
+            style="dim",
+        )
         return
     plaintext, _ = tokens.create("dev", "dev", "dev-agent", sorted(PERMISSIONS), name="development")
     stderr.print(f"[bold]Development token[/] (org dev, user dev, agent dev-agent, all permissions):\n{plaintext}")
