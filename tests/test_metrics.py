@@ -7,6 +7,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from memory_bank.app import create_app
 from memory_bank.settings import Settings
+from support.mcp_live import MCP_HEADERS, call_tool
 
 
 def samples(client: TestClient) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
@@ -55,3 +56,25 @@ def test_each_app_counts_on_its_own_registry(settings: Settings) -> None:
         assert samples(two)[("memory_bank_requests_total", health)] == 1
     first.state.engine.dispose()
     second.state.engine.dispose()
+
+
+def test_mcp_tool_calls_are_counted_by_tool_and_outcome(settings: Settings, make_token) -> None:
+    """The /mcp request carrying a failed call answers 200, so its failures showed in no series."""
+    app = create_app(settings)
+    token = make_token("acme", "ann", agent="laptop")
+    with TestClient(app, base_url="http://127.0.0.1") as client:  # a loopback origin, as a local client has
+        saved = call_tool(client, token, "execute_capability", {"name": "postMemory", "body": {"content": "tabs"}})
+        missing = call_tool(client, token, "execute_capability", {"name": "getMemory", "path": {"memory_id": "A" * 21}})
+        call_tool(client, token, "execute_capability", {"name": "postMemory", "body": {}})
+        client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x" * 60, "arguments": {}}}, headers={**MCP_HEADERS, "Authorization": f"Bearer {token}"})
+        seen = samples(client)
+    app.state.engine.dispose()
+    assert not saved.get("isError") and missing["isError"]
+
+    def calls(tool: str, outcome: str) -> float:
+        return seen.get(("memory_bank_tool_calls_total", frozenset({("tool", tool), ("outcome", outcome)})), 0.0)
+
+    assert calls("execute_capability:postMemory", "ok") == 1
+    assert calls("execute_capability:getMemory", "not_found") == 1
+    assert calls("execute_capability:postMemory", "invalid_params") == 1
+    assert calls("(unknown)", "not_found") == 1  # the caller's name is no label

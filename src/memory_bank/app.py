@@ -103,7 +103,8 @@ def create_app(settings: Settings | None = None, *, clock: Callable[[], float] =
     install_problem_handlers(app)
     install_docs(app)
     # MCP calls are dispatched back into this same app, so they meet the REST path.
-    toolbox = Toolbox(registry, Executor(registry, app), settings.mcp_tools, operations.audit, operations.limiter)
+    executor = Executor(registry, app)
+    toolbox = Toolbox(registry, executor, settings.mcp_tools, operations.audit, operations.limiter, operations.metrics)
     app.state.mcp_toolbox = toolbox
     mcp_http = McpHttp(toolbox, tokens, oauth, settings.public_url, allow_loopback=not settings.protected)
     mcp_http.install(app)

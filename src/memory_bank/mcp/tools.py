@@ -36,6 +36,7 @@ from memory_bank.capabilities.registry import CapabilityRegistry
 from memory_bank.errors import BackendError, DomainError, ErrorCode
 from memory_bank.generated import models
 from memory_bank.observability.audit import AuditEvent, AuditLog, attributing
+from memory_bank.observability.metrics import Metrics
 from memory_bank.security.rate_limit import RateLimiter
 from memory_bank.settings import McpToolsMode
 
@@ -45,6 +46,8 @@ SEARCH = "search_capabilities"
 EXECUTE = "execute_capability"
 #: MCP's bound on a tool name; an unknown name, which the caller chose, is audited cut to it.
 MAX_TOOL_NAME = 128
+#: The metrics label of a call to a tool that is not listed (its name is the caller's, unbounded).
+UNKNOWN_TOOL = "(unknown)"
 
 #: An argument group is an object; JSON text of one is accepted too (``decode_groups``)
 #: but not advertised, since single-type schemas are what every client maps cleanly.
@@ -168,11 +171,18 @@ class Toolbox:
     """The listed tools for a mode, and the dispatch of a call by tool name."""
 
     def __init__(
-        self, registry: CapabilityRegistry, executor: Executor, mode: McpToolsMode, audit: AuditLog, limiter: RateLimiter
+        self,
+        registry: CapabilityRegistry,
+        executor: Executor,
+        mode: McpToolsMode,
+        audit: AuditLog,
+        limiter: RateLimiter,
+        metrics: Metrics,
     ) -> None:
         self._registry = registry
         self._executor = executor
         self._audit = audit
+        self._metrics = metrics
         self._limiter = limiter
         self._meta = mode in (McpToolsMode.meta, McpToolsMode.both)
         self._direct = mode in (McpToolsMode.direct, McpToolsMode.both)
@@ -236,11 +246,13 @@ class Toolbox:
                 outcome = await self._run(name, arguments, caller)
             except UnknownTool:
                 self._record(audited, caller, attribution.agent_id, requested_at, start, ErrorCode.not_found)
+                self._metrics.observe_tool_call(UNKNOWN_TOOL, ErrorCode.not_found)  # any name: not a label
                 raise
             except Exception:
                 log.exception("tool %s failed unexpectedly", name)
                 outcome = Outcome.failure(BackendError("unexpected server error"))
         self._record(audited, caller, attribution.agent_id, requested_at, start, outcome.error_code)
+        self._metrics.observe_tool_call(audited, outcome.error_code)
         return outcome
 
     def _audited_name(self, name: str, arguments: Mapping[str, Any]) -> str:

@@ -5,7 +5,8 @@ saw here; what is counted and what an audit event holds are decided in this modu
 The failure code is the ``code`` of the problem document the client got, so the
 audit shows exactly what the client saw. A call the app dispatches to itself (an MCP
 tool call) enters below the middlewares: it is counted and logged as the ``/mcp``
-request it is part of, and audited once, as the tool call, by its dispatcher.
+request it is part of, and counted by tool and outcome and audited once, as the tool
+call, by its dispatcher (``mcp.tools.Toolbox``).
 """
 
 from __future__ import annotations

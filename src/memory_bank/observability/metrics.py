@@ -45,6 +45,13 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.tool_calls = Counter(
+            "memory_bank_tool_calls",
+            "MCP tool calls, by tool (execute_capability:<operationId> for a dispatched one) and "
+            "outcome (ok, or the error code the agent got); the /mcp request carrying one counts 200.",
+            ["tool", "outcome"],
+            registry=self.registry,
+        )
         self.rate_limited = Counter(
             "memory_bank_rate_limit_rejections",
             "Requests refused with rate_limited because the org's minute budget was spent.",
@@ -76,6 +83,9 @@ class Metrics:
     def observe_request(self, operation: str, status: int, seconds: float) -> None:
         self.requests.labels(operation, str(status)).inc()
         self.latency.labels(operation).observe(seconds)
+
+    def observe_tool_call(self, tool: str, error_code: str | None) -> None:
+        self.tool_calls.labels(tool, error_code or "ok").inc()
 
     def watch_audit_queue(self, depth: Callable[[], int]) -> None:
         """Read the queue depth at scrape time rather than tracking every put and get."""
