@@ -233,6 +233,10 @@ def test_capability_page_lists_by_category_and_finds_get_memory_search(page: Pag
     expect(page.locator('section[data-category="Memory"] li.card').first).to_be_visible()
     assert page.evaluate("sessionStorage.getItem('memory-bank.token')") == site.token
 
+    keypath = page.locator('li.card[data-name="getMemoryKeypath"] p.summary')
+    expect(keypath.locator("code")).to_have_text("user.preferences.editor")  # the spec's `code`, not backticks
+    expect(keypath).not_to_contain_text("`")
+
     page.locator("#query").fill("search my memories")
     best = page.locator("ol.ranked li.card").first
     expect(best).to_have_attribute("data-name", "getMemorySearch")

@@ -22,6 +22,21 @@
     return node;
   }
 
+  // A spec's prose marks names as `code`: shown as code, still set as text, never parsed as HTML.
+  // An unmatched backtick stays a backtick.
+  function prose(tag, className, text) {
+    const node = element(tag, className);
+    const parts = text.split("`");
+    if (parts.length % 2 === 0) {
+      const tail = parts.pop();
+      parts.push(parts.pop() + "`" + tail);
+    }
+    parts.forEach(function (part, index) {
+      node.append(index % 2 ? element("code", null, part) : part);
+    });
+    return node;
+  }
+
   function say(message, isError) {
     statusLine.textContent = message;
     statusLine.classList.toggle("error", Boolean(isError));
@@ -37,7 +52,7 @@
     header.append(element("span", "category", card.category));
     header.append(element("span", "permission", card.permission));
     if (card.score !== null) header.append(element("span", "score", "score " + card.score.toFixed(2)));
-    item.append(header, element("p", "summary", card.summary));
+    item.append(header, prose("p", "summary", card.summary));
     if (card.required.length) {
       const required = element("div", "required", "Required: ");
       card.required.forEach(function (argument, index) {
