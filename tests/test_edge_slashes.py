@@ -17,6 +17,12 @@ def test_a_trailing_slash_is_not_redirected_to_the_hosts_name(client: TestClient
     assert response.status_code == 404
     assert response.headers["content-type"].startswith("application/problem+json")
     assert response.json()["code"] == "not_found"
+    bare = path.split("?")[0].rstrip("/")
+    assert response.json()["detail"] == f"nothing is served at {bare}/; {bare} is (without the trailing slash)"
+
+
+def test_a_path_that_is_not_served_either_way_is_a_plain_404(client: TestClient) -> None:
+    assert client.get("/v1/nothing/").json()["detail"] == "Not Found"
 
 
 def test_the_root_still_lands_on_the_docs(client: TestClient) -> None:

@@ -156,6 +156,21 @@ def allowed_methods(request: Request) -> list[str]:
     return [method for method in HTTP_METHODS if method in served]
 
 
+def _served_without_the_slash(request: Request) -> str | None:
+    """The request's path without its trailing slash, when the app routes that path (by any
+    method): a client that added the slash (``/mcp/``) is told, not redirected (a redirect
+    would be built from the Host header)."""
+    path = request.url.path
+    if len(path) < 2 or not path.endswith("/"):
+        return None
+    bare = path.rstrip("/") or "/"
+    scope = {**request.scope, "path": bare, "raw_path": bare.encode()}
+    for method in HTTP_METHODS:
+        if any(route.matches({**scope, "method": method})[0] is Match.FULL for route in request.app.router.routes):
+            return bare
+    return None
+
+
 def problem_response(request: Request, failure: DomainError | HttpRefusal) -> JSONResponse:
     refusal = failure if isinstance(failure, HttpRefusal) else HttpRefusal(failure)
     request_id = getattr(request.state, "request_id", None)
@@ -182,9 +197,12 @@ def install_problem_handlers(app: FastAPI) -> None:
     async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
         headers = dict(exc.headers or {})
+        detail = str(exc.detail)
         if exc.status_code == 405:
             headers["Allow"] = ", ".join(allowed_methods(request))
-        error = error_for_status(exc.status_code, str(exc.detail), ErrorCode.invalid_params)
+        elif exc.status_code == 404 and (served := _served_without_the_slash(request)):
+            detail = f"nothing is served at {request.url.path}; {served} is (without the trailing slash)"
+        error = error_for_status(exc.status_code, detail, ErrorCode.invalid_params)
         return problem_response(request, HttpRefusal(error, headers=headers))
 
     async def on_database_down(request: Request, exc: Exception) -> JSONResponse:
