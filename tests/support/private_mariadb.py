@@ -10,6 +10,7 @@ only and lives for one test.
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -34,6 +35,13 @@ class PrivateMariaDB:
         """SIGKILL: no shutdown, connections drop mid-statement, as in a crash."""
         self.process.kill()
         self.process.wait(timeout=30)
+
+    def freeze(self) -> None:
+        """SIGSTOP: connections stay open and nothing answers, as in a network partition."""
+        self.process.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        self.process.send_signal(signal.SIGCONT)
 
 
 def _binary(name: str) -> str:
@@ -75,5 +83,6 @@ def private_mariadb(directory: Path) -> Iterator[PrivateMariaDB]:
         yield PrivateMariaDB(process, f"mysql+mysqldb://root@127.0.0.1:{port}/memory_bank")
     finally:
         if process.poll() is None:
+            process.send_signal(signal.SIGCONT)  # a frozen server takes SIGKILL too, but say so plainly
             process.kill()
         process.wait(timeout=30)

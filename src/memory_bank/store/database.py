@@ -52,16 +52,31 @@ MYSQL_POOL_RECYCLE_SECONDS = 1800
 #: Per replica: the worker threads that run store calls, plus headroom for bursts.
 MYSQL_POOL_SIZE = 20
 MYSQL_POOL_OVERFLOW = 20
+#: SQLAlchemy's default wait for a pooled connection, kept where no timeout is set.
+MYSQL_POOL_TIMEOUT_SECONDS = 30
+#: A read waits this much longer than a lock may, so a lock wait that runs out is told as such.
+MYSQL_LOCK_WAIT_MARGIN_SECONDS = 2
 _WRITE = "memory_bank_write"
 def _json_serializer(value: Any) -> str:
     # Keep non-ASCII tags readable in the stored text: the FTS index tokenizes it.
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, timeout_seconds: int | None = None) -> Engine:
+    """An engine for ``url``; on MySQL/MariaDB with ``timeout_seconds`` (setting
+    ``database_timeout_seconds``), no connect, lock wait or read of an answer outlasts it.
+    Without, nothing is bounded: a migration of a big table takes what it takes."""
     if not url.startswith("sqlite"):
+        bounded = {} if timeout_seconds is None else {
+            "connect_timeout": timeout_seconds,
+            "read_timeout": timeout_seconds + MYSQL_LOCK_WAIT_MARGIN_SECONDS,
+            "write_timeout": timeout_seconds,
+            "init_command": f"SET SESSION innodb_lock_wait_timeout = {int(timeout_seconds)}",
+        }
         # pre_ping and a recycle well under wait_timeout: a replica idle overnight, or a
-        # database failover, must not hand the next request a dead connection.
+        # database failover, must not hand the next request a dead connection. A server that
+        # stops answering (a partition, not a refusal) is a read that never ends without a
+        # read timeout; the lock wait ends first, so contention is still told as busy (1205).
         return sa.create_engine(
             url,
             json_serializer=_json_serializer,
@@ -70,7 +85,8 @@ def make_engine(url: str) -> Engine:
             pool_recycle=MYSQL_POOL_RECYCLE_SECONDS,
             pool_size=MYSQL_POOL_SIZE,
             max_overflow=MYSQL_POOL_OVERFLOW,
-            connect_args={"charset": "utf8mb4"},
+            pool_timeout=timeout_seconds or MYSQL_POOL_TIMEOUT_SECONDS,
+            connect_args={"charset": "utf8mb4", **bounded},
         )
     sqlite_vectors.register()  # before the first connection: the vector index's triggers need vec0
     engine = sa.create_engine(
@@ -148,9 +164,16 @@ def create_schema(engine: Engine) -> tuple[str | None, str | None]:
 
 def open_database(settings: Settings) -> Engine:
     """An engine for ``settings.database_url`` with the schema in place."""
-    engine = make_engine(settings.database_url)
-    create_schema(engine)
-    return engine
+    engine = make_engine(settings.database_url)  # unbounded, for the migrations: see make_engine
+    try:
+        create_schema(engine)
+    except BaseException:
+        engine.dispose()
+        raise
+    if engine.dialect.name == "sqlite":
+        return engine
+    engine.dispose()
+    return make_engine(settings.database_url, settings.database_timeout_seconds)
 
 
 @contextmanager
