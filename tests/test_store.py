@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections import Counter
@@ -142,6 +143,47 @@ def test_patches_that_swap_two_memories_words_both_land(store: MemoryStore, ann)
         assert said == [f"right {round_}", f"left {round_}"]
         assert [r.version for r in store.history(ann, left.id)] == [1, 2]
         assert [r.version for r in store.history(ann, right.id)] == [1, 2]
+
+
+def test_racing_deletes_delete_once_and_the_rest_hear_404(store: MemoryStore, ann) -> None:
+    for _ in range(5):
+        memory, _ = store.create(ann, {"content": "delete me once"})
+        start = threading.Barrier(6)
+
+        def delete(_: int) -> str:
+            start.wait()
+            try:
+                store.delete(ann, memory.id)
+            except DomainError as error:
+                return error.code
+            return "deleted"
+
+        with ThreadPoolExecutor(6) as pool:
+            outcomes = Counter(pool.map(delete, range(6)))
+        assert outcomes == {"deleted": 1, ErrorCode.not_found: 5}
+
+
+def test_saving_words_while_they_are_deleted_saves_or_finds_them_never_409(store: MemoryStore, ann) -> None:
+    """The holder of the words' key can be deleted between a save's refusal and its lookup: it saves again."""
+    stop = threading.Event()
+
+    def delete_whatever_holds_them() -> None:
+        while not stop.is_set():
+            row, _ = store.create(ann, {"content": "raced words"})
+            with contextlib.suppress(DomainError):
+                store.delete(ann, row.id)
+
+    deleters = [threading.Thread(target=delete_whatever_holds_them) for _ in range(2)]
+    for thread in deleters:
+        thread.start()
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            saved = list(pool.map(lambda _: store.create(ann, {"content": "raced words"})[0].content, range(200)))
+    finally:
+        stop.set()
+        for thread in deleters:
+            thread.join()
+    assert saved == ["raced words"] * 200
 
 
 def test_delete_is_a_tombstone_and_frees_the_content(store: MemoryStore, ann) -> None:

@@ -59,6 +59,8 @@ VERSIONED_FIELDS = (
 
 #: A PUT racing others to one keypath re-reads and tries again this often before giving up with 409.
 PUT_ATTEMPTS = 8
+#: A save whose key's holder let go of it between the refusal and the lookup tries again this often.
+SAVE_ATTEMPTS = 4
 #: What the in-process vector index may hold unless told (the setting's default).
 VECTOR_CACHE_BYTES = int(Settings.model_fields["vector_cache_mb"].default) * 2**20
 LEXICAL_CACHE_BYTES = int(Settings.model_fields["lexical_cache_mb"].default) * 2**20
@@ -117,19 +119,21 @@ class MemoryStore:
         )
         digest = content_hash(values["content"])
         keypath: str | None = values.get("keypath")
-        try:
-            with transaction(self._engine, write=True) as session:
-                return self._insert(session, principal, agent, values, idempotency_key=key), True
-        except IntegrityError:
-            with transaction(self._engine) as session:
-                first = self._by_key(session, principal, key)
-                if first is None and keypath is not None and self._current_at(session, principal, keypath) is not None:
-                    raise _keypath_taken(keypath) from None
-            if first is None:  # what refused it was deleted (keys released) or moved on since: say so, not 500
-                raise ConcurrentChange() from None
-        if first.content_hash != digest:
-            raise Conflict("this Idempotency-Key was already used for different content")
-        return first, False
+        for _ in range(SAVE_ATTEMPTS):
+            try:
+                with transaction(self._engine, write=True) as session:
+                    return self._insert(session, principal, agent, values, idempotency_key=key), True
+            except IntegrityError:
+                with transaction(self._engine) as session:
+                    first = self._by_key(session, principal, key)
+                    if first is None and keypath is not None and self._current_at(session, principal, keypath) is not None:
+                        raise _keypath_taken(keypath) from None
+            if first is not None:
+                if first.content_hash != digest:
+                    raise Conflict("this Idempotency-Key was already used for different content")
+                return first, False
+            # What refused it was deleted (its keys released) or moved on since: save again.
+        raise ConcurrentChange()
 
     def _current_at(self, session: Session, principal: Principal, keypath: str, *, lock: bool = False) -> MemoryRow | None:
         """The caller's own current value at ``keypath``, if any; ``lock`` (a PUT about to
@@ -306,7 +310,15 @@ class MemoryStore:
 
         A forgotten memory holds no key: saving the same words again, or replaying the
         same Idempotency-Key, creates a live memory instead of answering with the tombstone.
+        A racing write that stamped the head first is read again, so the loser of two deletes
+        hears 404, as after the other's, and the loser to a patch hears the new version's id.
         """
+        try:
+            self._delete_once(principal, memory_id)
+        except ConcurrentChange:
+            self._delete_once(principal, memory_id)
+
+    def _delete_once(self, principal: Principal, memory_id: str) -> None:
         with transaction(self._engine, write=True) as session:
             head = self._writable(session, principal, memory_id)
             if head.superseded_at is not None:
