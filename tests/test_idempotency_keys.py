@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -162,6 +163,18 @@ def test_a_key_is_handed_on_only_within_one_owner_and_agent(make_client: Callabl
     bob.patch(f"/v1/memory/{bobs['id']}", json={"content": "standup at nine"})
     ann.delete(f"/v1/memory/{holder['id']}")
     assert ann.post("/v1/memory", json={"content": "standup at nine"}).status_code == 201
+
+
+def test_an_imported_tombstone_frees_the_keys_as_a_delete_does(make_client: Callable[..., TestClient]) -> None:
+    ann = make_client("acme", "ann")
+    saved = ann.post("/v1/memory", json={"content": "keyed thing"}, headers={"Idempotency-Key": "k-tomb"}).json()
+    stamp = "2030-01-01T00:00:00Z"
+    tombstone = saved | {"id": "T" * 21, "supersedes_id": saved["id"], "version": 2, "deleted_at": stamp, "created_at": stamp, "updated_at": stamp}
+    imported = ann.post("/v1/memory/import", content=json.dumps(tombstone) + "\n", headers={"Content-Type": "application/x-ndjson"})
+    assert imported.status_code == 200, imported.text
+    assert ann.get(f"/v1/memory/{saved['id']}").status_code == 404
+    replay = ann.post("/v1/memory", json={"content": "keyed thing"}, headers={"Idempotency-Key": "k-tomb"})
+    assert replay.status_code == 201 and replay.json()["id"] != saved["id"]
 
 
 def test_a_keypath_value_put_again_after_a_change_is_found(make_client: Callable[..., TestClient]) -> None:

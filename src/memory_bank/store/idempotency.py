@@ -64,10 +64,20 @@ def header_key(org_id: str, user_id: str, header: str) -> str:
 def release_content_keys(session: Session, chains: Collection[str]) -> None:
     """Free the content keys the versions of ``chains`` hold, for their new current version to
     take its own (``MemoryStore._move_content_key``, and an import that continues a chain)."""
+    _release(session, chains, col(MemoryRow.idempotency_key).startswith(CONTENT_KEY_PREFIX))
+
+
+def release_every_key(session: Session, chains: Collection[str]) -> None:
+    """Free every key the versions of deleted ``chains`` hold, header and content alike: a
+    forgotten memory holds none (``MemoryStore.delete``, and an import of a tombstone)."""
+    _release(session, chains, col(MemoryRow.idempotency_key).is_not(None))
+
+
+def _release(session: Session, chains: Collection[str], held: sa.ColumnElement[bool]) -> None:
     if chains:
         session.execute(
             sa.update(MemoryRow)
-            .where(col(MemoryRow.chain_id).in_(chains), col(MemoryRow.idempotency_key).startswith(CONTENT_KEY_PREFIX))
+            .where(col(MemoryRow.chain_id).in_(chains), held)
             .values(idempotency_key=None)
             .execution_options(synchronize_session=False)
         )

@@ -47,7 +47,7 @@ from memory_bank.store.columns import ID_LENGTH, command_line_safe
 from memory_bank.store.contention import DatabaseBusy
 from memory_bank.store.database import transaction
 from memory_bank.store.filters import current, owned_by
-from memory_bank.store.idempotency import content_hash, content_key, release_content_keys
+from memory_bank.store.idempotency import content_hash, content_key, release_content_keys, release_every_key
 from memory_bank.store.search import changes
 from memory_bank.store.search.indexing import EMBEDDER_OPTION, derive
 from memory_bank.store.tables import MemoryRow
@@ -358,6 +358,7 @@ def write_batch(session: Session, principal: Principal, batch: Sequence[Planned]
     for planned, head_pk in retiring:
         _retire(session, head_pk, planned.record.fields["created_at"])
     release_content_keys(session, {planned.chain_id for planned, _ in retiring})  # the new heads take their own
+    release_every_key(session, {p.chain_id for p in batch if p.record.fields.get("deleted_at") is not None})  # as a delete does
     _restore_content_keys(session, principal, missing)
     inserted = _insert_rows(session, missing)
     changes.touch(session, principal.org_id, [*inserted.values(), *(head_pk for _, head_pk in retiring)])

@@ -41,6 +41,7 @@ from memory_bank.store.idempotency import (
     content_key,
     header_key,
     release_content_keys,
+    release_every_key,
 )
 from memory_bank.store.keyset import MEMORIES
 from memory_bank.store.search.indexing import EMBEDDER_OPTION
@@ -324,12 +325,7 @@ class MemoryStore:
             if head.superseded_at is not None:
                 raise _superseded(session, head, "delete")
             self._stamp(session, head, "deleted_at", utcnow())
-            session.execute(
-                sa.update(MemoryRow)
-                .where(col(MemoryRow.chain_id) == head.chain_id, col(MemoryRow.idempotency_key).is_not(None))
-                .values(idempotency_key=None)
-                .execution_options(synchronize_session=False)
-            )
+            release_every_key(session, [head.chain_id])
             _hand_on(session, head)
 
     # -- keypaths -------------------------------------------------------------
