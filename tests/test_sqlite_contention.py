@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from memory_bank.app import create_app
 from memory_bank.settings import Settings
+from memory_bank.store.database import SQLITE_BUSY_TIMEOUT_MS
 from memory_bank.store.tokens import TokenStore
 
 WRITERS = 24
@@ -85,4 +87,28 @@ def test_a_read_is_served_when_the_stamp_of_its_tokens_last_use_meets_a_lock(tmp
     assert response.status_code == 200, response.text
     assert tokens.find(row.id).last_used_at is None  # type: ignore[union-attr]  # not stamped: the next call will be
     assert client.get("/v1/memory").status_code == 200 and tokens.find(row.id).last_used_at is not None  # type: ignore[union-attr]
+    app.state.engine.dispose()
+
+
+def test_a_read_does_not_wait_on_another_process_holding_the_write_lock(tmp_path: Path) -> None:
+    """The token's last-use stamp is a write: behind another process's write it waited out the
+    busy timeout (5 s) on every read; now it is skipped, and a later read stamps it."""
+    path = tmp_path / "held.db"
+    app = create_app(Settings(database_url=f"sqlite:///{path}", rate_limit_rpm=100_000))
+    tokens = TokenStore(app.state.engine)
+    token, row = tokens.create("acme", "ann", "agent-1", ["memory:read"])  # never used: its stamp is due
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process's write, mid-transaction
+    try:
+        with TestClient(app, headers={"Authorization": f"Bearer {token}"}) as client:
+            started = time.monotonic()
+            read = client.get("/v1/memory")
+            waited = time.monotonic() - started
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert read.status_code == 200
+    assert waited < SQLITE_BUSY_TIMEOUT_MS / 1000 / 2, waited
+    assert tokens.find(row.id).last_used_at is None  # skipped, not waited for
+    assert tokens.verify(token) is not None and tokens.find(row.id).last_used_at is not None
     app.state.engine.dispose()

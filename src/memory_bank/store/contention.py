@@ -52,8 +52,9 @@ _writer_queues_guard = threading.Lock()
 
 
 @contextmanager
-def writer_queue(engine: Engine) -> Iterator[None]:
-    """Take this process's turn to write to the engine's SQLite file; a no-op elsewhere.
+def writer_queue(engine: Engine, wait_seconds: float = SQLITE_WRITE_QUEUE_SECONDS) -> Iterator[None]:
+    """Take this process's turn to write to the engine's SQLite file, waiting at most
+    ``wait_seconds`` for it (0: not at all); a no-op elsewhere.
 
     Re-entrant, so a write nested in another one on the same thread cannot wait for itself.
     """
@@ -63,7 +64,7 @@ def writer_queue(engine: Engine) -> Iterator[None]:
     path = os.path.realpath(engine.url.database)
     with _writer_queues_guard:
         queue = _writer_queues.setdefault(path, threading.RLock())
-    if not queue.acquire(timeout=SQLITE_WRITE_QUEUE_SECONDS):
+    if not queue.acquire(timeout=wait_seconds):
         raise DatabaseBusy()
     try:
         yield

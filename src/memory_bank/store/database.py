@@ -39,7 +39,7 @@ from sqlmodel import Session
 from memory_bank.settings import Settings
 from memory_bank.store import tables  # noqa: F401  (registers the tables on SQLModel.metadata)
 from memory_bank.store import migrations
-from memory_bank.store.contention import DatabaseBusy, contention, writer_queue
+from memory_bank.store.contention import SQLITE_WRITE_QUEUE_SECONDS, DatabaseBusy, contention, writer_queue
 from memory_bank.store.search.backend import SearchBackend
 from memory_bank.store.search.backends.mysql import MysqlSearch
 from memory_bank.store.search import changes, sqlite_vectors
@@ -57,6 +57,8 @@ MYSQL_POOL_TIMEOUT_SECONDS = 30
 #: A read waits this much longer than a lock may, so a lock wait that runs out is told as such.
 MYSQL_LOCK_WAIT_MARGIN_SECONDS = 2
 _WRITE = "memory_bank_write"
+#: A write that gives up at once when the database is busy (bookkeeping such as a token's last use).
+_NO_WAIT = "memory_bank_no_wait"
 def _json_serializer(value: Any) -> str:
     # Keep non-ASCII tags readable in the stored text: the FTS index tokenizes it.
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
@@ -104,8 +106,14 @@ def make_engine(url: str, timeout_seconds: int | None = None) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _begin(connection: Connection) -> None:
-        write = connection.get_execution_options().get(_WRITE, False)
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+        options = connection.get_execution_options()
+        if options.get(_WRITE, False):
+            # Set on every write, since a pooled connection may come from one that would not wait.
+            waits = 0 if options.get(_NO_WAIT, False) else SQLITE_BUSY_TIMEOUT_MS
+            connection.exec_driver_sql(f"PRAGMA busy_timeout={waits}")
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            connection.exec_driver_sql("BEGIN")
 
     return engine
 
@@ -177,15 +185,18 @@ def open_database(settings: Settings) -> Engine:
 
 
 @contextmanager
-def transaction(engine: Engine, *, write: bool = False) -> Iterator[Session]:
+def transaction(engine: Engine, *, write: bool = False, wait: bool = True) -> Iterator[Session]:
     """One unit of work, committed on success and rolled back on any exception.
 
     Objects stay readable after commit (``expire_on_commit=False``): rows are
-    handed back to handlers after the session is gone.
+    handed back to handlers after the session is gone. A write with ``wait=False`` is
+    ``DatabaseBusy`` at once where another holds SQLite's write lock, instead of waiting
+    for it: bookkeeping that a read does on the way must not make the read wait on writers.
     """
-    bind = engine.execution_options(**{_WRITE: True}) if write else engine
+    bind = engine.execution_options(**{_WRITE: True, _NO_WAIT: not wait}) if write else engine
+    queue = writer_queue(engine, SQLITE_WRITE_QUEUE_SECONDS if wait else 0) if write else nullcontext()
     try:
-        with writer_queue(engine) if write else nullcontext(), Session(bind, expire_on_commit=False) as session, session.begin():
+        with queue, Session(bind, expire_on_commit=False) as session, session.begin():
             yield session
             changes.write(session)  # last before COMMIT: see store.search.changes
     except DBAPIError as exc:

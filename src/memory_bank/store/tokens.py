@@ -102,8 +102,9 @@ class TokenStore:
     def _record_use(self, row: TokenRow, now: datetime) -> None:
         """Stamp the use unless another request (or replica) stamped it since ``row`` was read.
 
-        Bookkeeping only: a call is never refused because its stamp met a lock; the
-        next call of the token tries again.
+        Bookkeeping only: a call is never refused, nor kept waiting, because its stamp met
+        a lock (``wait=False``: a read waited out SQLite's busy timeout behind another
+        process's write); the next call of the token tries again.
         """
         unchanged = (
             col(TokenRow.last_used_at).is_(None)
@@ -111,7 +112,7 @@ class TokenStore:
             else col(TokenRow.last_used_at) == row.last_used_at
         )
         statement = sa.update(TokenRow).where(col(TokenRow.pk) == row.pk, unchanged).values(last_used_at=now)
-        with suppress(DatabaseBusy), transaction(self._engine, write=True) as session:
+        with suppress(DatabaseBusy), transaction(self._engine, write=True, wait=False) as session:
             session.execute(statement)
 
     def page(
