@@ -23,6 +23,7 @@ from memory_bank.store.filters import MemoryFilter
 from memory_bank.store.search import semantic
 from memory_bank.store.tokens import TokenStore
 from support.requirements import semantic_extra
+from support.transfer import exported_rows
 
 Run = Callable[..., Result]
 COMMANDS = [[], ["export"], ["import"], ["search"], ["token"], ["token", "list"], ["token", "revoke"], ["token", "rotate"], ["agent", "reactivate"], ["db", "embed"]]
@@ -112,7 +113,7 @@ def test_a_backup_holding_line_separators_restores_and_keeps_only_the_orgs_agent
 
     imported = run("import", str(out), "--org", "globex", "--user", "cy")
     assert imported.exit_code == 0 and imported.stdout.strip() == "imported 2, skipped 0 already present"
-    restored = {row.content: row.agent_id for row in store.export_page(owner("globex", "cy"), None, 10)}
+    restored = {row.content: row.agent_id for row in exported_rows(store, owner("globex", "cy"), 10)}
     assert restored == {"line\u2028separator": "helper", "paragraph\u2029separator\u0085next line": None}
 
 

@@ -15,7 +15,7 @@ from memory_bank.store import importer
 from memory_bank.store.agents import AgentStore
 from memory_bank.store.importer import copy_id
 from memory_bank.transfer import export_line, parse_records
-from support.transfer import chains, exported, ndjson
+from support.transfer import chains, exported, exported_rows, ndjson
 
 LINE_BREAKERS = "\u2028\u2029\u0085"
 MISSING = "ZZZZZZZZZZZZZZZZZZZZZ"
@@ -247,7 +247,7 @@ def test_an_import_is_written_in_batches_of_whole_chains_and_a_rerun_completes_i
     store.patch(owner, v1.id, {"content": "v2"})
     for n in range(3):
         store.create(owner, {"content": f"single {n}"})
-    lines = "".join(export_line(row) for row in store.export_page(owner, None, 100))
+    lines = "".join(export_line(row) for row in exported_rows(store, owner, 100))
     records = parse_records(lines, None)
 
     monkeypatch.setattr(importer, "BATCH_ROWS", 2)
@@ -265,7 +265,7 @@ def test_an_import_is_written_in_batches_of_whole_chains_and_a_rerun_completes_i
     with pytest.raises(RuntimeError):
         store.import_records(target, records)
     assert batches[0] == ["v1", "v2"]  # a chain is never split between transactions
-    written = store.export_page(target, None, 100)
+    written = exported_rows(store, target, 100)
     assert sorted(r.content for r in written) == ["v1", "v2"] and sum(r.superseded_at is None for r in written) == 1
 
     monkeypatch.setattr(importer, "write_batch", write)

@@ -25,6 +25,7 @@ from memory_bank.store.search import changes, postings
 from memory_bank.store.search.text import MAX_TERMS
 from memory_bank.transfer import export_line, parse_records
 from support.statements import statements
+from support.transfer import exported_rows
 
 EVERYTHING = MemoryFilter()
 WORDS = ["garden", "spring", "python", "cache", "budget", "river", "violin", "pasta", "kayak", "orchard"]
@@ -60,13 +61,13 @@ def apply(store: MemoryStore, people: list[Principal], write: tuple[str, int, st
     elif kind == "put":
         store.put_keypath(people[who], option, {"content": text})
     elif kind == "import":
-        mine = store.export_page(people[1 - who], None, 5)
+        mine = exported_rows(store, people[1 - who], 5)
         try:  # refused whole when it would give a keypath two current values: no change
             store.import_records(people[who], parse_records("".join(export_line(row) for row in mine), None))
         except InvalidInput:
             pass
     else:
-        rows = store.export_page(people[0], None, 100) + store.export_page(people[1], None, 100)
+        rows = exported_rows(store, people[0], 100) + exported_rows(store, people[1], 100)
         if not rows:
             return
         row = rows[who % len(rows)]

@@ -301,3 +301,20 @@ def test_ids_use_the_whole_alphabet_evenly_and_match_the_spec() -> None:
     assert all(re.fullmatch(SPEC["components"]["schemas"]["MemoryId"]["pattern"], i) for i in ids)
     letters = Counter("".join(ids))  # 6,400 x 21 letters over 64: 2,100 each expected
     assert len(letters) == 64 and all(1800 < n < 2400 for n in letters.values())
+
+
+def test_an_export_reads_one_snapshot_whatever_changes_while_it_streams(store: MemoryStore, ann) -> None:
+    """Paged in transactions of their own, a patch between two pages left version 1 current in the
+    first page and put version 2 in the second: a file that would not import."""
+    rows = [store.create(ann, {"content": f"fact {n}"})[0] for n in range(3)]
+    with store.export_snapshot(ann) as page:
+        first = page(None, 1)
+        changed = store.patch(ann, first[0].id, {"content": "fact 0, changed mid-export"})
+        store.delete(ann, rows[2].id)
+        rest = page(first[-1], 100)
+    assert [r.id for r in first + rest] == [r.id for r in rows]
+    assert all(r.superseded_at is None and r.deleted_at is None for r in first + rest)
+    with store.export_snapshot(ann) as page:
+        after = page(None, 100)
+    assert changed.id in {r.id for r in after} and len(after) == 4  # the next export has the change
+    assert [r.id for r in after if r.deleted_at is not None] == [rows[2].id]  # and the tombstone

@@ -7,6 +7,7 @@ import select
 import socket
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -111,19 +112,25 @@ def test_an_export_that_dies_mid_stream_is_logged_and_audited_as_a_failure(
 ) -> None:
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'memory-bank.db'}")
     monkeypatch.setattr(transfer, "EXPORT_BATCH", 1)
-    pages = MemoryStore.export_page
+    snapshot = MemoryStore.export_snapshot
 
-    def failing_page(self: MemoryStore, principal, after, size):  # noqa: ANN001
-        if after is not None:
-            raise RuntimeError("the database went away")
-        return pages(self, principal, after, size)
+    @contextmanager
+    def failing_snapshot(self: MemoryStore, principal):  # noqa: ANN001
+        with snapshot(self, principal) as page:
+
+            def failing_page(after, size):  # noqa: ANN001
+                if after is not None:
+                    raise RuntimeError("the database went away")
+                return page(after, size)
+
+            yield failing_page
 
     with live_app(settings) as (app, url):
         token = TokenStore(app.state.engine).create("acme", "ann", "laptop", ["memory:read", "memory:write"])[0]
         headers = {"Authorization": f"Bearer {token}"}
         for content in ("first", "second"):
             assert httpx.post(f"{url}/v1/memory", json={"content": content}, headers=headers).status_code == 201
-        monkeypatch.setattr(MemoryStore, "export_page", failing_page)
+        monkeypatch.setattr(MemoryStore, "export_snapshot", failing_snapshot)
         with caplog.at_level(logging.INFO, logger="memory_bank.access"):
             with pytest.raises(httpx.RemoteProtocolError):  # the client learns the stream is incomplete
                 httpx.get(f"{url}/v1/memory/export", headers=headers, timeout=10)

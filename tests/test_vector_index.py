@@ -25,6 +25,7 @@ from memory_bank.store.tables import MemoryRow
 from memory_bank.textsearch.embeddings import DIMENSIONS
 from memory_bank.transfer import export_line, parse_records
 from support.requirements import semantic_extra
+from support.transfer import exported_rows
 
 np = semantic_extra("numpy")
 semantic_extra("sqlite_vec")
@@ -153,7 +154,7 @@ def test_sqlite_vec_rows_follow_every_write(engine: Engine, make_principal, oper
     org = f"vec{next(_orgs)}"
     store = MemoryStore(engine, embed)
     apply(store, lambda user: make_principal(org=org, user=user), operations)
-    exported = [export_line(row) for row in store.export_page(make_principal(org=org), None, 1000)]
+    exported = [export_line(row) for row in exported_rows(store, make_principal(org=org), 1000)]
     if exported:
         store.import_records(make_principal(org=org, user="carl"), parse_records("".join(exported)))
     assert index_rows(engine) == recount(engine)

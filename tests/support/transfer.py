@@ -11,7 +11,10 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from memory_bank.app import create_app
+from memory_bank.security.principal import Principal
 from memory_bank.settings import Settings
+from memory_bank.store.memories import MemoryStore
+from memory_bank.store.tables import MemoryRow
 from support.backends import free_port
 from support.mcp_live import serving
 
@@ -49,3 +52,9 @@ def live_app(settings: Settings) -> Iterator[tuple[FastAPI, str]]:
     app = create_app(settings.model_copy(update={"rate_limit_rpm": 100_000}))
     with serving(app, port):
         yield app, f"http://127.0.0.1:{port}"
+
+
+def exported_rows(store: MemoryStore, principal: Principal, limit: int) -> list[MemoryRow]:
+    """The first ``limit`` rows of ``principal``'s export, as the export reads them."""
+    with store.export_snapshot(principal) as page:
+        return page(None, limit)

@@ -41,14 +41,16 @@ def _count(engine: sa.Engine, principal: Principal) -> int:
 async def _write(store: MemoryStore, principal: Principal, handle: TextIO, advance: Callable[[], None]) -> int:
     """Every line of the owner's export into ``handle``; returns how many were written."""
 
-    async def next_page(after: MemoryRow | None, size: int) -> list[MemoryRow]:
-        return store.export_page(principal, after, size)
-
     written = 0
-    async for line in export_lines(next_page):
-        handle.write(line)
-        written += 1
-        advance()
+    with store.export_snapshot(principal) as page:
+
+        async def next_page(after: MemoryRow | None, size: int) -> list[MemoryRow]:
+            return page(after, size)
+
+        async for line in export_lines(next_page):
+            handle.write(line)
+            written += 1
+            advance()
     return written
 
 

@@ -12,7 +12,7 @@ a deactivated agent cannot change anything.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import ParamSpec, TypeVar
 
 from starlette.concurrency import run_in_threadpool
@@ -94,10 +94,22 @@ class MemoryHandlers:
         return Reply(models.SearchResults(results=[to_search_hit(row, score) for row, score in hits]))
 
     async def export_memories(self, principal: Principal) -> Reply[TextStream]:
-        async def next_page(after: MemoryRow | None, size: int) -> list[MemoryRow]:
-            return await _off_loop(self._store.export_page, principal, after, size)
+        return Reply(self._export(principal))
 
-        return Reply(export_lines(next_page))
+    async def _export(self, principal: Principal) -> AsyncIterator[str]:
+        """The lines of one snapshot (``MemoryStore.export_snapshot``), held open while they stream
+        and closed however the stream ends (a client that hangs up included)."""
+        snapshot = self._store.export_snapshot(principal)
+        pages = await _off_loop(snapshot.__enter__)
+
+        async def next_page(after: MemoryRow | None, size: int) -> list[MemoryRow]:
+            return await _off_loop(pages, after, size)
+
+        try:
+            async for line in export_lines(next_page):
+                yield line
+        finally:
+            await _off_loop(snapshot.__exit__, None, None, None)
 
     async def import_memories(self, principal: Principal, *, body: str) -> Reply[models.ImportResult]:
         return Reply(await import_body(self._store, self._agents, principal, body))

@@ -16,7 +16,8 @@ retries on the value that won.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -51,6 +52,9 @@ from memory_bank.store.search.postings import OwnerPostings
 from memory_bank.store.search.semantic import Reader
 from memory_bank.store.tables import FeedbackRow, MemoryRow
 from memory_bank.textsearch.embeddings import Embedder
+
+#: ``page(after, size)`` of ``MemoryStore.export_snapshot``.
+ExportPages = Callable[[MemoryRow | None, int], list[MemoryRow]]
 
 #: The fields a writer chooses; a new version starts from its predecessor's values.
 VERSIONED_FIELDS = (
@@ -390,14 +394,25 @@ class MemoryStore:
 
     # -- transfer -------------------------------------------------------------
 
-    def export_page(self, principal: Principal, after: MemoryRow | None, size: int) -> list[MemoryRow]:
-        """The ``size`` rows the caller owns that follow ``after``, oldest first, superseded and deleted included."""
-        clauses = [owned_by(principal)]
-        if after is not None:
-            clauses.append(MEMORIES.beyond(MEMORIES.key_of(after), descending=False))
-        statement = sa.select(MemoryRow).where(*clauses).order_by(*MEMORIES.order(descending=False)).limit(size)
+    @contextmanager
+    def export_snapshot(self, principal: Principal) -> Iterator[ExportPages]:
+        """Pages of the rows the caller owns (``page(after, size)``: the ``size`` rows after
+        ``after``, oldest first, superseded and deleted included), all read in one transaction.
+
+        One snapshot, so the export is a state the account was in: read page by page in
+        transactions of their own, a change made mid-export left a version current in an
+        early page that a later page's successor supersedes, and the file would not import.
+        """
         with transaction(self._engine) as session:
-            return list(session.scalars(statement))
+
+            def page(after: MemoryRow | None, size: int) -> list[MemoryRow]:
+                clauses = [owned_by(principal)]
+                if after is not None:
+                    clauses.append(MEMORIES.beyond(MEMORIES.key_of(after), descending=False))
+                statement = sa.select(MemoryRow).where(*clauses).order_by(*MEMORIES.order(descending=False)).limit(size)
+                return list(session.scalars(statement))
+
+            yield page
 
     def import_records(self, principal: Principal, records: Sequence[importer.Record]) -> tuple[int, int]:
         """Write exported records into the caller's account, checked whole, written in batches: (imported, skipped)."""
