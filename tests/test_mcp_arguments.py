@@ -84,7 +84,7 @@ def test_the_nulls_and_empty_groups_strict_clients_fill_unused_fields_with_are_n
         answer = post_rpc(http, server, token, "tools/call", {"name": "search_capabilities", "arguments": {"query": "save a note", "category": None, "limit": None}})
         unknown = post_rpc(http, server, token, "tools/call", {"name": "search_capabilities", "arguments": {"query": "save a note", "category": "keypaths"}})
     assert not answer["result"].get("isError") and answer["result"]["structuredContent"]["results"]
-    assert unknown["result"]["isError"] and "no category is named 'keypaths'; one of " in unknown["result"]["content"][0]["text"]
+    assert unknown["result"]["isError"] and "no category is named 'keypaths'; there are " in unknown["result"]["content"][0]["text"]
 
 
 HEADER_TEXT = st.text(st.characters(codec="utf-8"), min_size=1, max_size=40)

@@ -13,7 +13,7 @@ from typing import Any
 from memory_bank.capabilities.cards import card
 from memory_bank.capabilities.ranking.search import CapabilitySearch
 from memory_bank.capabilities.ranking.semantic import TextVectors
-from memory_bank.errors import FieldError, InvalidInput
+from memory_bank.errors import NotFound
 from memory_bank.generated import models
 from memory_bank.textsearch.embeddings import Embedder
 
@@ -113,16 +113,15 @@ class CapabilityRegistry:
 
         A blank query lists every allowed capability ordered by category (``limit``
         does not apply: browsing wants the whole menu). ``category`` matches
-        case-insensitively; one no capability has is refused, naming those there are (an
-        empty answer read as "nothing does that"). Capabilities the caller may not use are left out of the
+        case-insensitively; one no capability has is 404, naming those there are (an empty
+        answer read as "nothing does that"; not 422, since any name is a valid argument). Capabilities the caller may not use are left out of the
         ranking itself, so they neither appear, nor take a place in the top ``limit``,
         nor weigh on the scores of the rest.
         """
         wanted = category.casefold() if category else None
         if wanted is not None and wanted not in self._categories:
             named = ", ".join(sorted(set(self._categories.values())))
-            message = f"no category is named {category!r}; one of {named}"
-            raise InvalidInput(message, [FieldError("/query/category", "enum", message)])
+            raise NotFound(f"no category is named {category!r}; there are {named}")
 
         def accept(capability: Capability) -> bool:
             policy = capability["policy"]

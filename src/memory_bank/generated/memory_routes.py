@@ -43,7 +43,10 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
             Query(
                 min_length=1,
                 max_length=64,
-                description="Only operations of this category, e.g. `Memory`.",
+                description=(
+                    "Only operations of this category, e.g. `Memory`; a name no "
+                    "operation has is 404, which lists those there are."
+                ),
             ),
         ] = None,
         include_schema: Annotated[
