@@ -132,7 +132,10 @@ def test_cli_creates_lists_and_deactivates_agents(run_cli) -> None:
     assert code == 1 and "no agent 'ghost'" in err
 
 
-def test_cli_token_create_registers_the_named_agent(run_cli) -> None:
-    code, out, _ = run_cli("token", "create", "--org", "acme", "--user", "ada", "--agent", "laptop", "--permissions", "memory:write")
+def test_cli_token_create_registers_the_named_agent_and_says_so_when_it_is_new(run_cli) -> None:
+    code, out, err = run_cli("token", "create", "--org", "acme", "--user", "ada", "--agent", "laptop", "--permissions", "memory:write")
     assert code == 0 and out.startswith("mb_")
+    assert "agent 'laptop' was new in org 'acme': registered it" in " ".join(err.split())  # a misspelt --agent shows
     assert run_cli("agent", "list", "--org", "acme")[1].split("\t")[:3] == ["laptop", "laptop", "active"]
+    code, _, err = run_cli("token", "create", "--org", "acme", "--user", "bo", "--agent", "laptop", "--permissions", "memory:read")
+    assert code == 0 and "was new" not in err

@@ -31,6 +31,7 @@ from memory_bank.cli.console import (
 )
 from memory_bank.errors import ErrorCode
 from memory_bank.security.tokens import PERMISSIONS
+from memory_bank.store.agents import AgentStore
 from memory_bank.store.columns import utcnow
 from memory_bank.store.keyset import every_page
 from memory_bank.store.tables import TokenRow
@@ -141,12 +142,16 @@ def token_create(
         highlighted_stderr.print(f"[red]--permissions names no permission; give at least one of {escape(known)}[/]")
         raise typer.Exit(2)
     expires_at: datetime | None = None if expires_in is None else utcnow() + expires_in
+    engine = database()
     try:
         with plain_errors():
-            plaintext, row = TokenStore(database()).create(org, user, agent, granted, name=name, expires_at=expires_at)
+            new_agent = agent is not None and AgentStore(engine).find(org, agent) is None
+            plaintext, row = TokenStore(engine).create(org, user, agent, granted, name=name, expires_at=expires_at)
     except ValueError as exc:
         highlighted_stderr.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(2) from None
     typer.echo(plaintext)
     stderr.print(f"id {row.id}")
+    if new_agent:  # a misspelt --agent made an agent of its own without a word
+        stderr.print(escape(f"agent {agent!r} was new in org {org!r}: registered it (memory-bank agent list --org {org} lists them)"))
     highlighted_stderr.print(STORE_IT, style="dim")
