@@ -3,7 +3,7 @@
 A private MariaDB is frozen (SIGSTOP): its connections stay open and nothing comes back, so
 without a read timeout every request, ``/ready`` included, waited for good. With
 ``database_timeout_seconds`` each waits at most a few timeouts and gets a problem document;
-once the server thaws, the pool's dead connections are replaced and requests succeed again.
+``/ready`` answers within its own deadline; once the server thaws, the pool's dead connections are replaced and requests succeed again.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from memory_bank.app import create_app
+from memory_bank.observability.probes import READY_DEADLINE_SECONDS
 from memory_bank.settings import Settings
 from support.private_mariadb import private_mariadb
 from support.requirements import mysql_driver
@@ -42,6 +43,9 @@ def test_a_frozen_database_answers_503_within_a_bound_and_recovers(tmp_path: Pat
                 with ThreadPoolExecutor(4) as pool:
                     answers = list(pool.map(lambda path: client.get(path), ["/v1/memory", "/v1/memory/search?q=partition", "/ready", "/v1/memory"]))
                 waited = time.monotonic() - started
+                started = time.monotonic()
+                ready = client.get("/ready")
+                ready_waited = time.monotonic() - started
             finally:
                 watchdog.cancel()
                 database.thaw()
@@ -51,4 +55,6 @@ def test_a_frozen_database_answers_503_within_a_bound_and_recovers(tmp_path: Pat
     assert all(a.headers["content-type"].startswith("application/problem+json") for a in answers)
     assert {a.json()["code"] for a in answers} == {"backend_unavailable"}
     assert waited < BOUND_SECONDS, waited
+    assert ready.status_code == 503 and ready.json()["checks"] == {"database": "unreachable"}
+    assert ready_waited < READY_DEADLINE_SECONDS + 1, ready_waited  # a load balancer's probe is not kept waiting
     assert after.status_code == 200 and [r["content"] for r in after.json()["results"]] == ["before the partition"]

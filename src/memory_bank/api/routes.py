@@ -13,7 +13,6 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from starlette.concurrency import run_in_threadpool
 
 from memory_bank.api.problems import PROBLEM_JSON, problem_document, status_of
 from memory_bank.errors import BackendUnavailable
@@ -37,7 +36,7 @@ def service_routes(spec: Mapping[str, Any], readiness: Readiness, metrics: Metri
     @router.get("/ready")
     async def ready(request: Request) -> JSONResponse:
         """Whether this replica can serve; the 503 is a problem document naming what is down."""
-        checks = await run_in_threadpool(readiness.check)
+        checks = await readiness.check()
         status = {name: "ok" if ok else "unreachable" for name, ok in checks.items()}
         down = [name for name, ok in checks.items() if not ok]
         if not down:

@@ -7,25 +7,39 @@ instead of letting it answer 503 to every call.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import redis
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from starlette.concurrency import run_in_threadpool
 
 log = logging.getLogger(__name__)
 
+#: How long ``/ready`` waits for the database before calling it unreachable: a load balancer's
+#: probe gives up within seconds, and a database that stops answering is only bounded by the
+#: driver's timeouts (``store.database.make_engine``), which a request may meet several times.
+READY_DEADLINE_SECONDS = 3.0
+
 
 class Readiness:
-    def __init__(self, engine: Engine, redis_client: redis.Redis | None) -> None:
+    def __init__(self, engine: Engine, redis_client: redis.Redis | None, deadline_seconds: float = READY_DEADLINE_SECONDS) -> None:
         self._engine = engine
         self._redis = redis_client
+        self._deadline = deadline_seconds
 
-    def check(self) -> dict[str, bool]:
-        """Each dependency's reachability; Redis is only checked when configured."""
-        checks = {"database": self._database_reachable()}
+    async def check(self) -> dict[str, bool]:
+        """Each dependency's reachability; Redis is only checked when configured (its client
+        has its own short timeouts)."""
+        try:
+            database = await asyncio.wait_for(run_in_threadpool(self._database_reachable), self._deadline)
+        except TimeoutError:
+            log.warning("readiness: the database did not answer within %s s", self._deadline)
+            database = False
+        checks = {"database": database}
         if self._redis is not None:
-            checks["redis"] = self._redis_reachable(self._redis)
+            checks["redis"] = await run_in_threadpool(self._redis_reachable, self._redis)
         return checks
 
     def _database_reachable(self) -> bool:
