@@ -79,7 +79,7 @@ async def test_search_options_schema_category_and_listing(server: LiveServer) ->
     async with server.client(server.token()) as client:
         save = ok(await client.call_tool("search_capabilities", {"query": "save a memory", "limit": 1, "include_schema": True}))
         listing = ok(await client.call_tool("search_capabilities", {"query": ""}))
-        other = ok(await client.call_tool("search_capabilities", {"query": "", "category": "Nothing"}))
+        other = await client.call_tool("search_capabilities", {"query": "", "category": "Nothing"})
     [card] = save["results"]
     assert card["name"] == "postMemory" and card["required"] == ["body.content"]
     assert card["inputSchema"] == CATALOG["postMemory"]["inputSchema"]
@@ -87,7 +87,7 @@ async def test_search_options_schema_category_and_listing(server: LiveServer) ->
     assert all(c["score"] is None for c in listing["results"])
     categories = [c["category"] for c in listing["results"]]
     assert categories == sorted(categories)
-    assert other["results"] == [] and other["total"] == len(READ_WRITE_CATALOG)
+    assert other.is_error and "no category is named 'Nothing'; there are Admin, Memory" in other.content[0].text
 
 
 @pytest.mark.parametrize("query", ["", "save a memory", "delete forget memory", "change a memory", "feedback helped"])
