@@ -6,6 +6,7 @@ import contextlib
 import re
 import threading
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -143,6 +144,27 @@ def test_patches_that_swap_two_memories_words_both_land(store: MemoryStore, ann)
         assert said == [f"right {round_}", f"left {round_}"]
         assert [r.version for r in store.history(ann, left.id)] == [1, 2]
         assert [r.version for r in store.history(ann, right.id)] == [1, 2]
+        for words, chain in ((f"right {round_}", left.id), (f"left {round_}", right.id)):  # each save finds its swapped memory
+            found, created = store.create(ann, {"content": words})
+            assert not created and found.chain_id == chain and found.superseded_at is None
+
+
+def test_a_key_let_go_of_while_its_heir_changes_goes_to_no_superseded_version(store: MemoryStore, ann) -> None:
+    """The holder is deleted as the one other memory saying its words is changed: nobody says them
+    after, so saving them is a new memory, never the heir's superseded version."""
+    for round_ in range(12):
+        holder, _ = store.create(ann, {"content": f"held {round_}"})
+        heir = store.patch(ann, store.create(ann, {"content": f"other {round_}"})[0].id, {"content": f"held {round_}"})
+        start = threading.Barrier(2)
+
+        def run(write: Callable[[], object]) -> None:
+            start.wait()
+            write()
+
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(run, [lambda: store.delete(ann, holder.id), lambda: store.patch(ann, heir.id, {"content": f"moved {round_}"})]))
+        saved, created = store.create(ann, {"content": f"held {round_}"})
+        assert created and saved.superseded_at is None
 
 
 def test_racing_deletes_delete_once_and_the_rest_hear_404(store: MemoryStore, ann) -> None:

@@ -16,6 +16,7 @@ retries on the value that won.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -24,11 +25,11 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import ColumnElement
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col
 
-from memory_bank.errors import Conflict, NotFound
+from memory_bank.errors import BackendUnavailable, Conflict, NotFound
 from memory_bank.security.principal import Principal
 from memory_bank.settings import Settings
 from memory_bank.store import importer
@@ -53,6 +54,8 @@ from memory_bank.store.search.semantic import Reader
 from memory_bank.store.tables import FeedbackRow, MemoryRow
 from memory_bank.textsearch.embeddings import Embedder
 
+log = logging.getLogger(__name__)
+
 #: ``page(after, size)`` of ``MemoryStore.export_snapshot``.
 ExportPages = Callable[[MemoryRow | None, int], list[MemoryRow]]
 
@@ -66,6 +69,8 @@ VERSIONED_FIELDS = (
 PUT_ATTEMPTS = 8
 #: A save whose key's holder let go of it between the refusal and the lookup tries again this often.
 SAVE_ATTEMPTS = 4
+#: Heirs tried for a key let go of, when the one found stops being current before it takes it.
+HAND_ON_ATTEMPTS = 3
 #: What the in-process vector index may hold unless told (the setting's default).
 VECTOR_CACHE_BYTES = int(Settings.model_fields["vector_cache_mb"].default) * 2**20
 LEXICAL_CACHE_BYTES = int(Settings.model_fields["lexical_cache_mb"].default) * 2**20
@@ -270,7 +275,9 @@ class MemoryStore:
             values = {name: getattr(head, name) for name in VERSIONED_FIELDS} | dict(changes)
             if _repeats(head, values, principal.agent_id):
                 return head
-            return self._supersede(session, principal, principal.agent_id, head, values)
+            successor = self._supersede(session, principal, principal.agent_id, head, values)
+        self._hand_on(head, successor)
+        return successor
 
     def _supersede(
         self, session: Session, principal: Principal, agent: str | None, head: MemoryRow, values: Mapping[str, Any]
@@ -278,24 +285,22 @@ class MemoryStore:
         now = utcnow()
         self._stamp(session, head, "superseded_at", now)
         successor = self._insert(session, principal, agent, values, predecessor=head, now=now)
-        self._move_content_key(session, head, successor)
+        self._move_content_key(session, successor)
         return successor
 
-    def _move_content_key(self, session: Session, head: MemoryRow, successor: MemoryRow) -> None:
+    def _move_content_key(self, session: Session, successor: MemoryRow) -> None:
         """Give the chain's content key to its new version, as the key of the words it says now.
 
         Left on version 1, saving the words a memory was changed to made a second memory, and
         saving the words it no longer says answered with the superseded version. Another
         memory may hold the new words' key already (it said them first): it keeps it, and
-        this version has none. The key of the words given up goes on to a memory that still
-        says them (``_hand_on``).
+        this version has none. The key of the words given up goes on, once the write has
+        committed, to a memory that still says them (``_hand_on``).
         """
         release_content_keys(session, [successor.chain_id])  # the successor was inserted without one
         key = content_key(successor.org_id, successor.user_id, successor.agent_id, successor.content)
         if _take_key(session, successor.pk, key):
             set_committed_value(successor, "idempotency_key", key)
-        if head.idempotency_key != key:
-            _hand_on(session, head)
 
     def _stamp(self, session: Session, head: MemoryRow, column: str, moment: datetime) -> None:
         """Set ``column`` (superseded_at or deleted_at) on the chain head, unless a racing writer did first."""
@@ -330,7 +335,48 @@ class MemoryStore:
                 raise _superseded(session, head, "delete")
             self._stamp(session, head, "deleted_at", utcnow())
             release_every_key(session, [head.chain_id])
-            _hand_on(session, head)
+        self._hand_on(head)
+
+    def _hand_on(self, holder: MemoryRow, successor: MemoryRow | None = None) -> None:
+        """Pass the content key ``holder`` let go of (``successor`` took another, or none: it was
+        deleted) to the oldest current memory of the same owner and agent that says the same
+        words and holds no key.
+
+        Such a memory was changed to those words while ``holder`` held their key; left keyless,
+        saving the words again would make a second memory beside it. This runs after the write
+        has committed, in a transaction of its own: inside the write, REPEATABLE READ's snapshot
+        predates a memory a concurrent write changed to those words, and a key handed to a row
+        another write has since superseded would answer saves with that version. It is
+        bookkeeping: if it fails, the write stands.
+        """
+        released = holder.idempotency_key
+        if released is None or not released.startswith(CONTENT_KEY_PREFIX):
+            return
+        if successor is not None and successor.idempotency_key == released:
+            return
+        agent = col(MemoryRow.agent_id)
+        heirs = (
+            sa.select(col(MemoryRow.pk))
+            .where(
+                col(MemoryRow.org_id) == holder.org_id,
+                col(MemoryRow.user_id) == holder.user_id,
+                agent.is_(None) if holder.agent_id is None else agent == holder.agent_id,
+                col(MemoryRow.content_hash) == holder.content_hash,
+                col(MemoryRow.idempotency_key).is_(None),
+                current(),
+            )
+            .order_by(col(MemoryRow.created_at), col(MemoryRow.pk))
+            .limit(1)
+        )
+        for _ in range(HAND_ON_ATTEMPTS):
+            try:
+                with transaction(self._engine, write=True) as session:
+                    heir = session.scalars(heirs).first()
+                    if heir is None or _take_key(session, heir, released, if_current=True) is not False:
+                        return
+            except (BackendUnavailable, SQLAlchemyError) as exc:
+                log.warning("content key not handed on: %s", type(exc).__name__)
+                return
 
     # -- keypaths -------------------------------------------------------------
 
@@ -367,7 +413,9 @@ class MemoryStore:
                 return self._insert(session, principal, agent, values), True
             if _repeats(head, values, agent):
                 return head, False
-            return self._supersede(session, principal, agent, head, values), False
+            successor = self._supersede(session, principal, agent, head, values)
+        self._hand_on(head, successor)
+        return successor, False
 
     def get_keypath(self, principal: Principal, keypath: str) -> MemoryRow:
         """The current value at ``keypath``: the caller's own first, else the newest shared one."""
@@ -425,50 +473,24 @@ def _repeats(head: MemoryRow, values: Mapping[str, Any], agent: str | None) -> b
     return agent == head.agent_id and all(getattr(candidate, f) == getattr(head, f) for f in VERSIONED_FIELDS)
 
 
-def _take_key(session: Session, pk: int | None, key: str) -> bool:
-    """Give row ``pk`` the idempotency key ``key``, unless another row holds it.
+def _take_key(session: Session, pk: int | None, key: str, *, if_current: bool = False) -> bool | None:
+    """Give row ``pk`` the idempotency key ``key``: True; False when ``if_current`` and the row is
+    no longer a keyless current version (the UPDATE reads the latest row, not the snapshot);
+    None when another row holds the key.
 
     The savepoint keeps the refusal (the unique key) from undoing the rest of the write.
     """
+    statement = sa.update(MemoryRow).where(col(MemoryRow.pk) == pk)
+    if if_current:
+        statement = statement.where(current(), col(MemoryRow.idempotency_key).is_(None))
     try:
         with session.begin_nested():
-            session.execute(
-                sa.update(MemoryRow)
-                .where(col(MemoryRow.pk) == pk)
-                .values(idempotency_key=key)
-                .execution_options(synchronize_session=False)
+            result: sa.CursorResult[Any] = session.execute(  # type: ignore[assignment]
+                statement.values(idempotency_key=key).execution_options(synchronize_session=False)
             )
     except IntegrityError:
-        return False
-    return True
-
-
-def _hand_on(session: Session, holder: MemoryRow) -> None:
-    """Pass the content key ``holder`` let go of to the oldest current memory of the same
-    owner and agent that says the same words and holds no key.
-
-    Such a memory was changed to those words while ``holder`` held their key; left keyless,
-    saving the words again would make a second memory beside it.
-    """
-    released = holder.idempotency_key
-    if released is None or not released.startswith(CONTENT_KEY_PREFIX):
-        return
-    agent = col(MemoryRow.agent_id)
-    heir = session.scalars(
-        sa.select(col(MemoryRow.pk))
-        .where(
-            col(MemoryRow.org_id) == holder.org_id,
-            col(MemoryRow.user_id) == holder.user_id,
-            agent.is_(None) if holder.agent_id is None else agent == holder.agent_id,
-            col(MemoryRow.content_hash) == holder.content_hash,
-            col(MemoryRow.idempotency_key).is_(None),
-            current(),
-        )
-        .order_by(col(MemoryRow.created_at), col(MemoryRow.pk))
-        .limit(1)
-    ).first()
-    if heir is not None:
-        _take_key(session, heir, released)
+        return None
+    return result.rowcount == 1
 
 
 def _superseded(session: Session, version: MemoryRow, verb: str) -> Conflict:
