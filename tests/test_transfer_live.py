@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import select
 import socket
@@ -16,6 +17,7 @@ import sqlalchemy as sa
 
 from memory_bank import transfer
 from memory_bank.handlers import transfer as import_handler
+from memory_bank.handlers.memory import EXPORT_RETRY_AFTER_SECONDS, EXPORTS_AT_ONCE
 from memory_bank.settings import Settings
 from memory_bank.store.database import make_engine
 from memory_bank.store.memories import MemoryStore
@@ -141,3 +143,43 @@ def test_an_export_that_dies_mid_stream_is_logged_and_audited_as_a_failure(
     assert ("exportMemories", False, "backend_error") in [tuple(r) for r in rows]
     aborted = [r for r in caplog.records if r.name == "memory_bank.access" and "/v1/memory/export" in r.getMessage()]
     assert [r.levelno for r in aborted] == [logging.ERROR] and "aborted" in aborted[0].getMessage()
+
+
+def test_stalled_exports_take_only_their_share_of_the_pool(tmp_path: Path) -> None:
+    """Each export holds a pooled connection while its client reads; 15 clients that stopped reading
+    took SQLite's whole pool and every other request got 503. Past EXPORTS_AT_ONCE an export is
+    refused (503, Retry-After), and the rest of the service answers."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'memory-bank.db'}")
+    with live_app(settings) as (app, url):
+        token = TokenStore(app.state.engine).create("acme", "ann", "laptop", ["memory:read", "memory:write"])[0]
+        headers = {"Authorization": f"Bearer {token}"}
+        stamp = "2026-01-01T00:00:00Z"
+        fixed = {"tags": [], "contexts": [], "scope": "user", "category": "fact", "confidence": 0.5, "version": 1, "created_at": stamp, "updated_at": stamp}
+        lines = "\n".join(json.dumps({"id": f"{n:021d}", "content": f"row {n} " + "x" * 200} | fixed) for n in range(3000))
+        assert httpx.post(f"{url}/v1/memory/import", content=lines, headers=headers | {"Content-Type": "application/x-ndjson"}).status_code == 200
+        port = int(url.rsplit(":", 1)[1])
+        stalled = [_stalled_export(port, token) for _ in range(EXPORTS_AT_ONCE)]
+        try:
+            refused = httpx.get(f"{url}/v1/memory/export", headers=headers, timeout=30)
+            answers = [httpx.get(f"{url}/v1/memory", headers=headers, timeout=30) for _ in range(20)]
+        finally:
+            for sock in stalled:
+                sock.close()
+        assert refused.status_code == 503 and refused.headers["retry-after"] == str(EXPORT_RETRY_AFTER_SECONDS)
+        assert refused.json()["detail"] == f"{EXPORTS_AT_ONCE} exports are streaming on this server already; retry shortly"
+        assert {a.status_code for a in answers} == {200}
+        for _ in range(50):  # the stalled streams end once their sockets are gone
+            if httpx.get(f"{url}/v1/memory/export", headers=headers, timeout=30).status_code == 200:
+                break
+        else:
+            raise AssertionError("exports stayed refused after their readers hung up")
+
+
+def _stalled_export(port: int, token: str) -> socket.socket:
+    """An export whose client reads its first bytes and then stops reading."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(f"GET /v1/memory/export HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
+    assert sock.recv(64).startswith(b"HTTP/1.1 200")
+    return sock

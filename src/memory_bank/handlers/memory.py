@@ -17,7 +17,7 @@ from typing import ParamSpec, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
-from memory_bank.errors import fields_from
+from memory_bank.errors import BackendUnavailable, fields_from
 from memory_bank.generated import models
 from memory_bank.handlers.convert import to_memory, to_model, to_search_hit
 from memory_bank.handlers.transfer import import_body
@@ -47,10 +47,19 @@ def _created(row: MemoryRow, created: bool) -> Reply[models.Memory]:
     return Reply(to_memory(row), 201 if created else 200)
 
 
+#: Exports streaming at once in one process. Each holds a pooled connection for as long as its
+#: client reads (``MemoryStore.export_snapshot``); a few stalled readers must not take the pool
+#: every other request needs (15 connections on SQLite, 40 on MySQL per replica).
+EXPORTS_AT_ONCE = 4
+#: What a refused export is told to wait before trying again.
+EXPORT_RETRY_AFTER_SECONDS = 5
+
+
 class MemoryHandlers:
     def __init__(self, store: MemoryStore, agents: AgentResolver) -> None:
         self._store = store
         self._agents = agents
+        self._exports_streaming = 0  # counted on the event loop, so no lock
 
     async def post_memory(
         self, principal: Principal, *, body: models.MemoryCreate, idempotency_key: str | None = None
@@ -94,22 +103,32 @@ class MemoryHandlers:
         return Reply(models.SearchResults(results=[to_search_hit(row, score) for row, score in hits]))
 
     async def export_memories(self, principal: Principal) -> Reply[TextStream]:
+        if self._exports_streaming >= EXPORTS_AT_ONCE:
+            raise BackendUnavailable(
+                f"{EXPORTS_AT_ONCE} exports are streaming on this server already; retry shortly",
+                retry_after=EXPORT_RETRY_AFTER_SECONDS,
+            )
         return Reply(self._export(principal))
 
     async def _export(self, principal: Principal) -> AsyncIterator[str]:
         """The lines of one snapshot (``MemoryStore.export_snapshot``), held open while they stream
-        and closed however the stream ends (a client that hangs up included)."""
-        snapshot = self._store.export_snapshot(principal)
-        pages = await _off_loop(snapshot.__enter__)
-
-        async def next_page(after: MemoryRow | None, size: int) -> list[MemoryRow]:
-            return await _off_loop(pages, after, size)
-
+        and closed however the stream ends (a client that hangs up included). Counted from its
+        first line on: a stream that never starts holds no connection."""
+        self._exports_streaming += 1
         try:
-            async for line in export_lines(next_page):
-                yield line
+            snapshot = self._store.export_snapshot(principal)
+            pages = await _off_loop(snapshot.__enter__)
+
+            async def next_page(after: MemoryRow | None, size: int) -> list[MemoryRow]:
+                return await _off_loop(pages, after, size)
+
+            try:
+                async for line in export_lines(next_page):
+                    yield line
+            finally:
+                await _off_loop(snapshot.__exit__, None, None, None)
         finally:
-            await _off_loop(snapshot.__exit__, None, None, None)
+            self._exports_streaming -= 1
 
     async def import_memories(self, principal: Principal, *, body: str) -> Reply[models.ImportResult]:
         return Reply(await import_body(self._store, self._agents, principal, body))
