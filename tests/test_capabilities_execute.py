@@ -74,6 +74,10 @@ def test_nulls_and_empty_groups_the_operation_lacks_are_left_out() -> None:
     get = CATALOG["getMemory"]["inputSchema"]
     assert decode_groups({"path": {"memory_id": "m"}, "query": {}, "body": "{}", "header": None}, get) == {"path": {"memory_id": "m"}}
     assert decode_groups({"body": {}, "header": {}}, POST) == {"body": {}, "header": {}}  # groups it has: checked as sent
+    assert decode_groups({"body": '{"content": "x", "tags": null}', "header": {"Idempotency-Key": None}}, POST) == {
+        "body": {"content": "x"},
+        "header": {},
+    }
 
 
 def test_wrapped_exactly_where_the_catalog_wrapped() -> None:

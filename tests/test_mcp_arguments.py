@@ -74,11 +74,14 @@ def test_the_nulls_and_empty_groups_strict_clients_fill_unused_fields_with_are_n
     """Function-calling in strict mode sends every field the schema names: null or {} where it has nothing."""
     with httpx.Client(timeout=30) as http:
         token = server.token()
-        unused = {"path": None, "query": None, "header": None}
-        failed, saved = execute(http, server, token, "postMemory", body={"content": "The user reads Le Monde"}, **unused)
+        unused = {"path": None, "query": None, "header": {"Idempotency-Key": None}}
+        body = {"content": "The user reads Le Monde", "source": None, "tags": None, "keypath": None}
+        failed, saved = execute(http, server, token, "postMemory", body=body, **unused)
         assert not failed and saved["content"] == "The user reads Le Monde"
         failed, got = execute(http, server, token, "getMemory", path={"memory_id": saved["id"]}, query={}, body={})
         assert not failed and got["id"] == saved["id"]
+        failed, found = execute(http, server, token, "getMemorySearch", query={"q": "Le Monde", "category": None, "limit": None})
+        assert not failed and [r["id"] for r in found["results"]] == [saved["id"]]
         failed, problem = execute(http, server, token, "postMemory", body={}, path=None)
         assert failed and [e["field"] for e in problem["errors"]] == ["/body/content"]  # an empty group it has is checked
         answer = post_rpc(http, server, token, "tools/call", {"name": "search_capabilities", "arguments": {"query": "save a note", "category": None, "limit": None}})

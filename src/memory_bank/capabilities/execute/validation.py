@@ -176,8 +176,9 @@ def decode_groups(arguments: Mapping[str, Any], input_schema: Mapping[str, Any])
     Groups sent as JSON text (``"body": "{\\"content\\": ...}"``), as many clients do, are
     parsed, where the schema wants something other than a string and the text parses.
     What strict function-calling clients fill unused fields with is left out: ``null`` for any
-    argument (none takes null), and ``{}`` for a group the operation has none of. Anything
-    else is left for the schema check to name.
+    argument or member of a group (from an agent, null means not given), and
+    ``{}`` for a group the operation has none of. Anything else is left for the schema check
+    to name.
     """
     properties = input_schema.get("properties") or {}
     decoded = {name: value for name, value in arguments.items() if value is not None}
@@ -185,9 +186,14 @@ def decode_groups(arguments: Mapping[str, Any], input_schema: Mapping[str, Any])
         value = decoded.get(group)
         if isinstance(value, str) and (properties.get(group) or {}).get("type") != "string":
             try:
-                decoded[group] = value = json.loads(value)
+                value = json.loads(value)
             except ValueError:
-                pass
-        if value == {} and group not in properties:
-            del decoded[group]
+                continue
+        if isinstance(value, dict):
+            value = {name: member for name, member in value.items() if member is not None}
+            if not value and group not in properties:
+                del decoded[group]
+                continue
+        if group in decoded:
+            decoded[group] = value
     return decoded
