@@ -157,18 +157,16 @@ def allowed_methods(request: Request) -> list[str]:
 
 
 def _served_without_the_slash(request: Request) -> str | None:
-    """The request's path without its trailing slash, when the app routes that path (by any
-    method): a client that added the slash (``/mcp/``) is told, not redirected (a redirect
+    """The request's path without its trailing slash, when the app routes that path for this
+    method: a client that added the slash (``/mcp/``) is told, not redirected (a redirect
     would be built from the Host header)."""
     path = request.url.path
     if len(path) < 2 or not path.endswith("/"):
         return None
     bare = path.rstrip("/") or "/"
-    scope = {**request.scope, "path": bare, "raw_path": bare.encode()}
-    for method in HTTP_METHODS:
-        if any(route.matches({**scope, "method": method})[0] is Match.FULL for route in request.app.router.routes):
-            return bare
-    return None
+    method = "GET" if request.method == "HEAD" else request.method
+    scope = {**request.scope, "path": bare, "raw_path": bare.encode(), "method": method}
+    return bare if any(route.matches(scope)[0] is Match.FULL for route in request.app.router.routes) else None
 
 
 def problem_response(request: Request, failure: DomainError | HttpRefusal) -> JSONResponse:
