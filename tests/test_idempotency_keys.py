@@ -177,6 +177,20 @@ def test_an_imported_tombstone_frees_the_keys_as_a_delete_does(make_client: Call
     assert replay.status_code == 201 and replay.json()["id"] != saved["id"]
 
 
+@pytest.mark.parametrize("imported", ["a tombstone", "a change"])
+def test_an_imported_version_over_the_key_holder_hands_the_key_on(make_client: Callable[..., TestClient], imported: str) -> None:
+    ann = make_client("acme", "ann")
+    holder = ann.post("/v1/memory", json={"content": "the office is in Leeds"}).json()
+    twin = ann.patch(f"/v1/memory/{ann.post('/v1/memory', json={'content': 'the office is in York'}).json()['id']}", json={"content": "the office is in Leeds"}).json()
+    stamp = "2030-01-01T00:00:00Z"
+    successor = holder | {"id": "S" * 21, "supersedes_id": holder["id"], "version": 2, "created_at": stamp, "updated_at": stamp}
+    successor |= {"deleted_at": stamp} if imported == "a tombstone" else {"content": "the office was in Leeds"}
+    answer = ann.post("/v1/memory/import", content=json.dumps(successor) + "\n", headers={"Content-Type": "application/x-ndjson"})
+    assert answer.status_code == 200, answer.text
+    saved = ann.post("/v1/memory", json={"content": "the office is in Leeds"})
+    assert (saved.status_code, saved.json()["id"]) == (200, twin["id"])
+
+
 def test_a_keypath_value_put_again_after_a_change_is_found(make_client: Callable[..., TestClient]) -> None:
     ann = make_client("acme", "ann")
     ann.put("/v1/memory/keypaths/user.theme", json={"content": "dark"})

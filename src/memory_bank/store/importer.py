@@ -350,11 +350,22 @@ def new_rows(principal: Principal, batch: Sequence[Planned], embedder: Embedder 
     return rows
 
 
-def write_batch(session: Session, principal: Principal, batch: Sequence[Planned], rows: Sequence[dict[str, Any]]) -> int:
-    """Insert the rows the caller does not hold yet (a concurrent import may have written some); returns how many."""
+@dataclass(frozen=True)
+class Written:
+    """What a batch wrote: how many rows, and the stored heads it retired as they were (their
+    keys included), whose content keys may go on to another memory (``MemoryStore._hand_on``)."""
+
+    rows: int
+    retired: list[MemoryRow]
+
+
+def write_batch(session: Session, principal: Principal, batch: Sequence[Planned], rows: Sequence[dict[str, Any]]) -> Written:
+    """Insert the rows the caller does not hold yet (a concurrent import may have written some)."""
     present = _owned_ids(session, principal, {p.id for p in batch})
     missing = [row for planned, row in zip(batch, rows, strict=True) if planned.id not in present]
     retiring = [(planned, planned.retires) for planned in batch if planned.retires is not None and planned.id not in present]
+    heads = [pk for _, pk in retiring]
+    retired = list(session.scalars(sa.select(MemoryRow).where(col(MemoryRow.pk).in_(heads)))) if heads else []
     for planned, head_pk in retiring:
         _retire(session, head_pk, planned.record.fields["created_at"])
     release_content_keys(session, {planned.chain_id for planned, _ in retiring})  # the new heads take their own
@@ -362,7 +373,7 @@ def write_batch(session: Session, principal: Principal, batch: Sequence[Planned]
     _restore_content_keys(session, principal, missing)
     inserted = _insert_rows(session, missing)
     changes.touch(session, principal.org_id, [*inserted.values(), *(head_pk for _, head_pk in retiring)])
-    return len(inserted)
+    return Written(len(inserted), retired)
 
 
 def _insert_rows(session: Session, rows: Sequence[dict[str, Any]]) -> dict[str, int]:
@@ -412,17 +423,20 @@ def _restore_content_keys(session: Session, principal: Principal, rows: Sequence
             taken.add(key)
 
 
-def run(engine: Engine, principal: Principal, records: Sequence[Record]) -> tuple[int, int]:
-    """Check the records against the caller's memories, then write them batch by batch: (imported, skipped)."""
+def run(engine: Engine, principal: Principal, records: Sequence[Record]) -> tuple[int, int, list[MemoryRow]]:
+    """Check the records against the caller's memories, then write them batch by batch:
+    (imported, skipped, the stored heads retired, as ``Written.retired``)."""
     with transaction(engine) as session:
         batches = plan(session, principal, records)
-    imported = 0
+    imported, retired = 0, []
     for batch in batches:
-        imported += _write_retrying(engine, principal, batch, imported)
-    return imported, len(records) - imported
+        written = _write_retrying(engine, principal, batch, imported)
+        imported += written.rows
+        retired += written.retired
+    return imported, len(records) - imported, retired
 
 
-def _write_retrying(engine: Engine, principal: Principal, batch: Sequence[Planned], written: int) -> int:
+def _write_retrying(engine: Engine, principal: Principal, batch: Sequence[Planned], written: int) -> Written:
     rows = new_rows(principal, batch, engine.get_execution_options().get(EMBEDDER_OPTION))
     for _ in range(BATCH_ATTEMPTS):
         try:

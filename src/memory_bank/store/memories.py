@@ -463,8 +463,13 @@ class MemoryStore:
             yield page
 
     def import_records(self, principal: Principal, records: Sequence[importer.Record]) -> tuple[int, int]:
-        """Write exported records into the caller's account, checked whole, written in batches: (imported, skipped)."""
-        return importer.run(self._engine, principal, records)
+        """Write exported records into the caller's account, checked whole, written in batches:
+        (imported, skipped). A stored head an imported version changed or deleted lets its
+        content key go on, as a patch or a delete does (``_hand_on``)."""
+        imported, skipped, retired = importer.run(self._engine, principal, records)
+        for head in retired:
+            self._hand_on(head)
+        return imported, skipped
 
 
 def _repeats(head: MemoryRow, values: Mapping[str, Any], agent: str | None) -> bool:
