@@ -52,8 +52,6 @@ MYSQL_POOL_RECYCLE_SECONDS = 1800
 #: Per replica: the worker threads that run store calls, plus headroom for bursts.
 MYSQL_POOL_SIZE = 20
 MYSQL_POOL_OVERFLOW = 20
-#: SQLAlchemy's default wait for a pooled connection, kept where no timeout is set.
-MYSQL_POOL_TIMEOUT_SECONDS = 30
 #: A read waits this much longer than a lock may, so a lock wait that runs out is told as such.
 MYSQL_LOCK_WAIT_MARGIN_SECONDS = 2
 _WRITE = "memory_bank_write"
@@ -69,12 +67,13 @@ def make_engine(url: str, timeout_seconds: int | None = None) -> Engine:
     ``database_timeout_seconds``), no connect, lock wait or read of an answer outlasts it.
     Without, nothing is bounded: a migration of a big table takes what it takes."""
     if not url.startswith("sqlite"):
-        bounded = {} if timeout_seconds is None else {
+        bounded: dict[str, Any] = {} if timeout_seconds is None else {
             "connect_timeout": timeout_seconds,
             "read_timeout": timeout_seconds + MYSQL_LOCK_WAIT_MARGIN_SECONDS,
             "write_timeout": timeout_seconds,
             "init_command": f"SET SESSION innodb_lock_wait_timeout = {int(timeout_seconds)}",
         }
+        pool_wait: dict[str, Any] = {} if timeout_seconds is None else {"pool_timeout": timeout_seconds}
         # pre_ping and a recycle well under wait_timeout: a replica idle overnight, or a
         # database failover, must not hand the next request a dead connection. A server that
         # stops answering (a partition, not a refusal) is a read that never ends without a
@@ -87,8 +86,8 @@ def make_engine(url: str, timeout_seconds: int | None = None) -> Engine:
             pool_recycle=MYSQL_POOL_RECYCLE_SECONDS,
             pool_size=MYSQL_POOL_SIZE,
             max_overflow=MYSQL_POOL_OVERFLOW,
-            pool_timeout=timeout_seconds or MYSQL_POOL_TIMEOUT_SECONDS,
             connect_args={"charset": "utf8mb4", **bounded},
+            **pool_wait,
         )
     sqlite_vectors.register()  # before the first connection: the vector index's triggers need vec0
     engine = sa.create_engine(

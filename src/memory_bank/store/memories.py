@@ -346,8 +346,9 @@ class MemoryStore:
         saving the words again would make a second memory beside it. This runs after the write
         has committed, in a transaction of its own: inside the write, REPEATABLE READ's snapshot
         predates a memory a concurrent write changed to those words, and a key handed to a row
-        another write has since superseded would answer saves with that version. It is
-        bookkeeping: if it fails, the write stands.
+        another write has since superseded would answer saves with that version. The heir is
+        looked for in a read, so the common case (no memory says those words) takes no second
+        write lock. It is bookkeeping: if it fails, the write stands.
         """
         released = holder.idempotency_key
         if released is None or not released.startswith(CONTENT_KEY_PREFIX):
@@ -370,9 +371,12 @@ class MemoryStore:
         )
         for _ in range(HAND_ON_ATTEMPTS):
             try:
-                with transaction(self._engine, write=True) as session:
+                with transaction(self._engine) as session:
                     heir = session.scalars(heirs).first()
-                    if heir is None or _take_key(session, heir, released, if_current=True) is not False:
+                if heir is None:
+                    return
+                with transaction(self._engine, write=True) as session:
+                    if _take_key(session, heir, released, if_current=True) is not False:
                         return
             except (BackendUnavailable, SQLAlchemyError) as exc:
                 log.warning("content key not handed on: %s", type(exc).__name__)
