@@ -35,6 +35,34 @@ def test_permission_filter_applies_before_the_limit() -> None:
     assert result.results and all(card.permission == "memory:read" for card in result.results)
 
 
+@pytest.mark.parametrize(
+    ("request_text", "wanted"),
+    [
+        ("save a memory", "postMemory"),
+        ("remember that I take my coffee black", "postMemory"),
+        ("set user.preferences.theme to dark", "putMemoryKeypath"),
+        ("forget mem_01JA2B3C4D5E6F7G8H9J0K1M2N", "deleteMemory"),
+        ("that memory was helpful, thumbs up", "postMemoryFeedback"),
+    ],
+)
+def test_a_write_request_does_not_look_sure_of_a_read_for_a_read_only_token(request_text: str, wanted: str) -> None:
+    """The write the request asks for still competes where the token cannot call it: the read
+    that comes first scores as the poor match it is, under the cut an agent acts on."""
+    writer = REGISTRY.search(request_text, allows={"memory:read", "memory:write"}.__contains__, limit=3)
+    reader = REGISTRY.search(request_text, allows=READ, limit=3)
+    assert writer.results[0].name == wanted
+    assert reader.results and all(card.permission == "memory:read" for card in reader.results)
+    assert (reader.results[0].score or 0) < REGISTRY.confident_score
+
+
+def test_a_token_ranks_its_operations_in_the_order_its_whole_api_does() -> None:
+    """Leaving out what a token may not call does not reorder what it may."""
+    everything = REGISTRY.search("what did I save about my sister's birthday?", allows={"memory:read", "memory:write"}.__contains__, limit=13)
+    reader = REGISTRY.search("what did I save about my sister's birthday?", allows=READ, limit=13)
+    readable = [card for card in everything.results if card.permission == "memory:read"]
+    assert [(c.name, c.score) for c in reader.results] == [(c.name, c.score) for c in readable]
+
+
 def test_blank_query_lists_everything_allowed_by_category_ignoring_limit() -> None:
     result = REGISTRY.search("  ", allows=lambda permission: True, limit=1)
     by_category = sorted(CAPABILITIES, key=lambda c: c["policy"]["category"])  # stable: spec order within one

@@ -90,7 +90,7 @@ def test_the_start_line_says_profile_version_database_limiter_and_public_url(ser
 
 def test_the_capability_search_is_built_before_serving_and_says_what_it_cost(served: Served) -> None:
     (line,) = [line for line in served.stderr().splitlines() if "capability search ready" in line]
-    assert "4 indexes" in line and " s" in line, line
+    assert "2 indexes" in line and " s" in line, line
 
 
 def test_a_new_user_gets_a_working_token_and_the_data_lands_in_the_user_data_directory(served: Served) -> None:

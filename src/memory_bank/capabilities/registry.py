@@ -80,7 +80,7 @@ class CapabilityRegistry:
 
     @property
     def indexes(self) -> int:
-        """How many ranking indexes are built (one per set of callable operations searched or prepared)."""
+        """How many ranking indexes are built (one per set of APIs searched or prepared)."""
         return len(self._searches)
 
     def prepare(self, allows: Allows) -> None:
@@ -88,12 +88,17 @@ class CapabilityRegistry:
         self._index(allows)
 
     def _index(self, allows: Allows) -> CapabilitySearch:
-        """The ranking index over what the caller may use, built once per set of callable operations.
+        """The ranking index over every operation of the APIs the caller may use some of, built
+        once per set of such APIs; :meth:`search` then leaves out what the caller may not call.
 
-        Term statistics then come from those operations alone: operations a token may not call
-        (the admin ones, for an agent's memory token) never shift the order of those it may.
+        Term statistics then come from those APIs alone: another API's operations (the admin
+        one's, for an agent's memory token) never shift the order of these. An operation of the
+        same API that the caller may not call still competes, so a read-only token's "save a
+        memory" ranks the reads as the poor matches they are (0.09, where an index of the reads
+        alone gave one 0.34, above ``confident_score``) instead of as a sure one.
         """
-        names = tuple(c["name"] for c in self.allowed(allows))
+        sources = {c["source"] for c in self.allowed(allows)}
+        names = tuple(c["name"] for c in self._capabilities if c["source"] in sources)
         index = self._searches.get(names)
         if index is None:
             capabilities = [self._by_name[name] for name in names]
@@ -115,8 +120,8 @@ class CapabilityRegistry:
         does not apply: browsing wants the whole menu). ``category`` matches
         case-insensitively; one no capability has is 404, naming those there are (an empty
         answer read as "nothing does that"; not 422, since any name is a valid argument). Capabilities the caller may not use are left out of the
-        ranking itself, so they neither appear, nor take a place in the top ``limit``,
-        nor weigh on the scores of the rest.
+        ranking's results, so they neither appear nor take a place in the top ``limit``;
+        those of an API the caller uses still weigh on the scores of the rest (see ``_index``).
         """
         wanted = category.casefold() if category else None
         if wanted is not None and wanted not in self._categories:
