@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from memory_bank.mcp.envelope import BAD_ID, BATCH, NOT_A_MESSAGE, NOT_JSON
+from memory_bank.mcp.envelope import BAD_ID, BATCH, NOT_A_MESSAGE, NOT_JSON, PROTOCOL_VERSIONS, UNSUPPORTED_VERSION
 from memory_bank.mcp.http import MAX_BODY_BYTES
 from support.mcp_live import LiveServer, live_server
 
@@ -157,6 +157,28 @@ def test_a_message_whose_id_is_no_string_or_integer_is_an_invalid_request(
     """An object, array, float, null or boolean ``id`` is answered, not taken for a notification (202)."""
     message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {}}
     jsonrpc_error(post(http, json.dumps(message).encode()), -32600, BAD_ID)
+
+
+@LIVE
+@given(
+    version=st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1, max_size=40).filter(lambda v: v not in PROTOCOL_VERSIONS),
+    method=st.sampled_from(["ping", "tools/list", "tools/call", "initialize"]),
+)
+def test_a_protocol_version_the_server_does_not_speak_is_named_as_such(http: httpx.Client, version: str, method: str) -> None:
+    """Answered with the protocol's -32022, the request's id and the revisions there are, in fixed
+    words (the header is not echoed); the SDK told such a client that params._meta lacked the
+    stateless revision's keys."""
+    message = {"jsonrpc": "2.0", "id": "v-1", "method": method, "params": {}}
+    response = http.post("/mcp", json=message, headers={"MCP-Protocol-Version": version})
+    assert response.status_code == 400 and response.headers["content-type"] == "application/json"
+    error = {"code": -32022, "message": UNSUPPORTED_VERSION, "data": {"supported": list(PROTOCOL_VERSIONS)}}
+    assert response.json() == {"jsonrpc": "2.0", "id": "v-1", "error": error}
+
+
+@pytest.mark.parametrize("version", PROTOCOL_VERSIONS)
+def test_every_revision_the_sdk_speaks_is_still_served(http: httpx.Client, version: str) -> None:
+    response = http.post("/mcp", json=PING, headers={"MCP-Protocol-Version": version})
+    assert response.json().get("error", {}).get("code") != -32022, response.text
 
 
 @pytest.mark.parametrize("request_id", [{"n": 1}, [1], 1.5, 1.0])

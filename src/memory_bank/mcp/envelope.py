@@ -15,7 +15,10 @@ depth limit, a number of thousands of digits; their reason says so rather than t
 the body is not JSON. Some are not JSON and still read: ``NaN``, ``Infinity`` and
 ``-Infinity``, which the parser takes (``standard_json``); they are a parse error here.
 An object naming a key twice is ``-32600``, as REST refuses such a body.
-Batches are refused: MCP 2025-06-18 dropped them.
+Batches are refused: MCP 2025-06-18 dropped them. A message whose ``MCP-Protocol-Version``
+header names a revision the SDK does not speak gets the protocol's ``-32022`` with the
+revisions it does; the SDK took any such header for the stateless revision's and answered that
+``params._meta`` lacked that revision's keys, which tells a client nothing about its header.
 The body is checked with the SDK's own message adapter, so exactly what passes here
 is what the SDK accepts. Over stdio the SDK reads the lines itself and drops those it
 cannot take, leaving their sender waiting; ``classify`` names the same error for them.
@@ -29,12 +32,15 @@ import pydantic_core
 from mcp_types import (
     INVALID_REQUEST,
     PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
     ErrorData,
     JSONRPCError,
     JSONRPCMessage,
     JSONRPCNotification,
+    JSONRPCRequest,
     jsonrpc_message_adapter,
 )
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.responses import Response
 
@@ -49,6 +55,12 @@ NOT_A_MESSAGE = (
 )
 BAD_ID = 'Invalid Request: "id" must be a string or an integer; a notification has no "id"'
 REPEATED_KEY = "Invalid Request: an object names one key twice; give each key once"
+#: Every revision the SDK serves: by the initialize handshake, or by the per-request envelope.
+PROTOCOL_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
+UNSUPPORTED_VERSION = (
+    "Unsupported protocol version: the MCP-Protocol-Version header names no revision this server speaks; "
+    f"send one of {', '.join(PROTOCOL_VERSIONS)} (the one initialize agreed on)"
+)
 
 #: Reasons of the parser (serde_json's, through pydantic-core) for bodies the JSON grammar
 #: admits but it will not read, in words a client can act on.
@@ -65,13 +77,16 @@ _MAX_REASON = 120
 class EnvelopeError(Exception):
     """The body is not one JSON-RPC message; ``response()`` is what the client gets."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, *, request_id: str | int | None = None, data: object = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.request_id = request_id
+        self.data = data
 
     def reply(self) -> JSONRPCError:
-        return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=self.code, message=self.message))
+        error = ErrorData(code=self.code, message=self.message, **({} if self.data is None else {"data": self.data}))
+        return JSONRPCError(jsonrpc="2.0", id=self.request_id, error=error)
 
     def response(self) -> Response:
         """The HTTP answer: 400 with the JSON-RPC error."""
@@ -112,6 +127,16 @@ def check_envelope(body: bytes) -> JSONRPCMessage:
     if isinstance(message, JSONRPCNotification) and isinstance(raw, dict) and "id" in raw:
         raise EnvelopeError(INVALID_REQUEST, BAD_ID)
     return message
+
+
+def check_protocol_version(requested: str | None, message: JSONRPCMessage) -> None:
+    """``EnvelopeError`` (``-32022``, answering the request's id) when the ``MCP-Protocol-Version``
+    header ``requested`` is given and names no revision of :data:`PROTOCOL_VERSIONS`. Its value
+    is not repeated back, as nothing a client sent is."""
+    if requested is None or requested in PROTOCOL_VERSIONS:
+        return
+    request_id = message.id if isinstance(message, JSONRPCRequest) else None
+    raise EnvelopeError(UNSUPPORTED_PROTOCOL_VERSION, UNSUPPORTED_VERSION, request_id=request_id, data={"supported": list(PROTOCOL_VERSIONS)})
 
 
 def _check_standard(body: bytes) -> None:

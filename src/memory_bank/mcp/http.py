@@ -11,8 +11,8 @@ the ``Host`` and ``Origin`` headers name this service (``origins``, DNS rebindin
 the method is POST (a stateless server has no event stream to open with GET and no
 session to DELETE), the bearer token is valid (else 401 with ``WWW-Authenticate:
 Bearer resource_metadata=...`` pointing at the RFC 9728 document served next to it),
-the media types are JSON, the body fits, it is one JSON-RPC message (``envelope``),
-and an OAuth token's tool call has the scope its operation needs (else 403
+the media types are JSON, the body fits, it is one JSON-RPC message of a protocol
+revision the SDK speaks (``envelope``), and an OAuth token's tool call has the scope its operation needs (else 403
 ``insufficient_scope``, which an OAuth client answers by asking for that scope).
 Refusals before the body is read are HTTP matters and answer problem+json like the
 REST API; a body that is not a JSON-RPC message gets a JSON-RPC
@@ -50,7 +50,7 @@ from memory_bank.errors import (
     PermissionDenied,
     UnsupportedMediaType,
 )
-from memory_bank.mcp.envelope import EnvelopeError, check_envelope
+from memory_bank.mcp.envelope import EnvelopeError, check_envelope, check_protocol_version
 from memory_bank.mcp.exchange import CALL_TOOL, answer, answered_here
 from memory_bank.mcp.origins import AllowedOrigins
 from memory_bank.mcp.server import build_server
@@ -163,6 +163,7 @@ class McpHttp:
             _check_media_types(request)
             body = await read_capped(request, MAX_BODY_BYTES, _too_large)
             message = check_envelope(body)
+            check_protocol_version(request.headers.get("mcp-protocol-version"), message)
             self._check_scope(message, caller)
             if self._manager is None:
                 raise BackendUnavailable("the MCP transport is not running")
