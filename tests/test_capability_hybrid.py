@@ -109,8 +109,8 @@ def test_a_catalog_without_examples_ranks_as_before_the_classifier() -> None:
 
 
 def test_each_capability_text_is_embedded_once_whatever_the_permission_sets() -> None:
-    """The registry ranks each permission set on its own index; the sets share their texts' vectors,
-    and every index ranks as one built alone on the same embedder."""
+    """The registry ranks each set of APIs a token reaches on its own index; the indexes share their
+    texts' vectors, and every one ranks as one built alone on the same embedder."""
     np = semantic_extra("numpy")
     embedded: list[str] = []
 
@@ -119,17 +119,34 @@ def test_each_capability_text_is_embedded_once_whatever_the_permission_sets() ->
         rows = np.array([[(hash(word) % 7) + 1.0 for word in (text + " x y z").split()[:4]] for text in texts])
         return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
+    def reached(allows: Any) -> list[Any]:
+        """Every operation of the APIs the caller may use some of."""
+        sources = {c["source"] for c in registry.allowed(allows)}
+        return [c for c in CAPABILITIES if c["source"] in sources]
+
     registry = CapabilityRegistry(CAPABILITIES, embedder=embed)
     sets = [{"memory:read"}, {"memory:read", "memory:write"}, {"memory:admin"}, {"memory:write"}]
     served = {}
     for granted in sets:
         allows = {*granted, "token:any"}.__contains__
         served[frozenset(granted)] = [(c.name, c.score) for c in registry.search(QUERY, allows=allows, limit=5).results]
-    read = {text for granted in sets for c in registry.allowed({*granted, "token:any"}.__contains__) for text in capability_texts(c)}
+    read = {text for granted in sets for c in reached({*granted, "token:any"}.__contains__) for text in capability_texts(c)}
     assert sorted(text for text in embedded if text != QUERY) == sorted(read)  # each once, though the sets overlap
     assert embedded.count(QUERY) == len(sets)  # queries are embedded at each search, never kept
     for granted in sets:
         allows = {*granted, "token:any"}.__contains__
-        alone = CapabilitySearch(registry.allowed(allows), embedder=embed).search(QUERY, limit=5)
+        accept = lambda capability: allows(capability["policy"]["permission"])  # noqa: E731
+        alone = CapabilitySearch(reached(allows), embedder=embed).search(QUERY, limit=5, accept=accept)
         assert served[frozenset(granted)] == [(m.capability["name"], round(m.score, 4)) for m in alone]
 
+
+@pytest.mark.parametrize("request_text", ["save a memory", "set user.preferences.theme to dark", "forget mem_01JA2B3C4D5E6F7G8H9J0K1M2N"])
+def test_a_read_only_token_s_hybrid_search_is_not_sure_of_a_read_for_a_write_request(request_text: str) -> None:
+    """The hybrid's scores are relative to the best of the index; the write that is the best still
+    competes where the token cannot call it, so the read that comes first stays under the cut."""
+    semantic_extra()
+    registry = CapabilityRegistry(CAPABILITIES, embedder=load_embedder())
+    read = {"memory:read"}.__contains__
+    results = registry.search(request_text, allows=read, limit=3).results
+    assert results and all(card.permission == "memory:read" for card in results)
+    assert (results[0].score or 0) < registry.confident_score
