@@ -108,6 +108,35 @@ def test_any_idempotency_key_is_saved_or_refused_at_its_pointer(server: LiveServ
         assert [(e["field"], e["rule"]) for e in body["errors"]] == [("/header/Idempotency-Key", "pattern")]
 
 
+@pytest.mark.parametrize("spelling", ["idempotency-key", "IDEMPOTENCY-KEY", "Idempotency-key"])
+def test_a_header_is_named_in_any_case_as_http_names_it(server: LiveServer, spelling: str) -> None:
+    key, content = f"k-{uuid.uuid4()}", f"keyed in any case {uuid.uuid4()}"
+    with httpx.Client(timeout=30) as http:
+        token = server.token()
+        first = execute(http, server, token, "postMemory", header={spelling: key}, body={"content": content})
+        again = execute(http, server, token, "postMemory", header={"Idempotency-Key": key}, body={"content": content})
+        other = execute(http, server, token, "postMemory", header={spelling: key}, body={"content": content + " changed"})
+    assert not first[0] and not again[0] and first[1]["id"] == again[1]["id"]
+    assert other[0] and other[1]["code"] == "conflict", other  # the key was the key, whatever its case
+
+
+def test_a_header_sent_in_two_cases_is_refused_naming_the_extra_one(server: LiveServer) -> None:
+    with httpx.Client(timeout=30) as http:
+        is_error, problem = execute(
+            http, server, server.token(), "postMemory", header={"Idempotency-Key": "a", "idempotency-key": "b"}, body={"content": "x"}
+        )
+    assert is_error and problem["code"] == "invalid_params"
+    assert [e["field"] for e in problem["errors"]] == ["/header/idempotency-key"]
+
+
+@pytest.mark.parametrize(("sent", "hint"), [("postMemry", "; did you mean 'postMemory'?"), ("POSTMEMORY", "; did you mean 'postMemory'?"), ("launchRocket", "; search_capabilities lists them")])
+def test_a_misspelt_capability_is_offered_the_one_it_misspells(server: LiveServer, sent: str, hint: str) -> None:
+    with httpx.Client(timeout=30) as http:
+        is_error, problem = execute(http, server, server.token(), sent, body={"content": "x"})
+    assert is_error and problem["code"] == "not_found"
+    assert problem["detail"] == f"no capability is named {sent!r}{hint}"
+
+
 def test_a_header_no_http_header_can_carry_is_invalid_params_and_audited(server: LiveServer) -> None:
     org = f"org-{uuid.uuid4().hex[:8]}"
     with httpx.Client(timeout=30) as http:

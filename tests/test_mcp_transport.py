@@ -269,5 +269,5 @@ def test_an_unknown_tool_is_named_back_only_briefly(http: httpx.Client) -> None:
     call = {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "x" * 100_000, "arguments": {}}}
     response = http.post("/mcp", json=call)
     error = response.json()["error"]
-    assert error["code"] == -32602 and error["message"] == "Unknown tool: " + "x" * 64 + "..."
+    assert error["code"] == -32602 and error["message"] == "Unknown tool: " + "x" * 64 + "...; tools/list names the tools this token may call"
     assert len(response.content) < 300

@@ -40,7 +40,8 @@ def build_server(toolbox: Toolbox, caller_of: CallerOf) -> Server[Any]:
         try:
             outcome = await toolbox.call(params.name, params.arguments or {}, caller_of(ctx))
         except UnknownTool:
-            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {_shown(params.name)}") from None
+            message = f"Unknown tool: {_shown(params.name)}; tools/list names the tools this token may call"
+            raise MCPError(code=types.INVALID_PARAMS, message=message) from None
         if ctx.request is not None:  # over HTTP; the name is one the toolbox serves, so labels stay bounded
             name_operation(ctx.request.scope, f"{MCP_OPERATION}:{params.name}")
         return types.CallToolResult(

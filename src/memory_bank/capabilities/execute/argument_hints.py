@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from memory_bank.errors import json_pointer
@@ -85,8 +85,19 @@ def where_it_belongs(root: Schema, name: str, value: Any, sent_at: list[str | in
         moved = [_defined_at(root, str(member))[:1] for member in value]
         if all(moved):
             return f"; did you mean {', '.join(place for [place] in moved)}?"
-    close = difflib.get_close_matches(name, known_here, 1, CLOSE_MATCH)
-    return f"; did you mean {json_pointer([*sent_at, close[0]])}?" if close else ""
+    close = closest(name, known_here)
+    return f"; did you mean {json_pointer([*sent_at, close])}?" if close else ""
+
+
+def closest(name: str, known: Sequence[str]) -> str | None:
+    """The one of ``known`` that ``name`` most likely misspells: the same name in another case
+    (``postmemory``), else the nearest spelling at least ``CLOSE_MATCH`` alike; None when none is."""
+    folded = name.casefold()
+    same = next((candidate for candidate in known if candidate.casefold() == folded), None)
+    if same is not None:
+        return same
+    close = difflib.get_close_matches(name, known, 1, CLOSE_MATCH)
+    return close[0] if close else None
 
 
 def _defined_at(root: Schema, name: str) -> list[str]:

@@ -35,6 +35,7 @@ from starlette.types import ASGIApp, Message
 
 from memory_bank.api.bodies import IN_PROCESS, InProcessCall
 from memory_bank.api.problems import validation_error
+from memory_bank.capabilities.execute.argument_hints import closest
 from memory_bank.capabilities.execute.outcome import Caller, Outcome, reply_outcome, response_outcome
 from memory_bank.capabilities.execute.validation import ArgumentSchema, decode_groups
 from memory_bank.capabilities.registry import CapabilityRegistry
@@ -131,7 +132,9 @@ class Executor:
             if name in ROUTES:  # in the spec, kept off MCP on purpose: say so, or the agent keeps guessing
                 method, path = ROUTES[name]
                 return Refusal(NotFound(f"{name!r} is not offered to agents (REST only: {method} {path}); search_capabilities lists what is"))
-            return Refusal(NotFound(f"no capability is named {name!r}; search_capabilities lists them"))
+            close = closest(name, [c["name"] for c in self._registry])
+            hint = f"; did you mean {close!r}?" if close else "; search_capabilities lists them"
+            return Refusal(NotFound(f"no capability is named {name!r}{hint}"))
         decoded = decode_groups(arguments, capability["inputSchema"])
         failures = self._schemas[name].failures(decoded)
         if not failures:

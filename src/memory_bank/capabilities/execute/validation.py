@@ -170,6 +170,17 @@ class ArgumentSchema:
         return schema_failures(self._reports, instance)
 
 
+def _header_names(headers: Mapping[str, Any], declared: Mapping[str, Any]) -> dict[str, Any]:
+    """``headers`` with each name the schema declares in another case renamed to the schema's
+    spelling, unless that spelling is sent as well (then the schema check names the extra one)."""
+    spelled = {name.casefold(): name for name in declared}
+    renamed: dict[str, Any] = {}
+    for name, member in headers.items():
+        proper = spelled.get(name.casefold(), name)
+        renamed[name if proper in headers and proper != name else proper] = member
+    return renamed
+
+
 def decode_groups(arguments: Mapping[str, Any], input_schema: Mapping[str, Any]) -> dict[str, Any]:
     """The arguments as the schema reads them, from the forms clients send them in.
 
@@ -177,8 +188,8 @@ def decode_groups(arguments: Mapping[str, Any], input_schema: Mapping[str, Any])
     parsed, where the schema wants something other than a string and the text parses.
     What strict function-calling clients fill unused fields with is left out: ``null`` for any
     argument or member of a group (from an agent, null means not given), and
-    ``{}`` for a group the operation has none of. Anything else is left for the schema check
-    to name.
+    ``{}`` for a group the operation has none of. A header is named in any case, as HTTP
+    names it (``idempotency-key``). Anything else is left for the schema check to name.
     """
     properties = input_schema.get("properties") or {}
     decoded = {name: value for name, value in arguments.items() if value is not None}
@@ -191,6 +202,8 @@ def decode_groups(arguments: Mapping[str, Any], input_schema: Mapping[str, Any])
                 continue
         if isinstance(value, dict):
             value = {name: member for name, member in value.items() if member is not None}
+            if group == "header":
+                value = _header_names(value, (properties.get(group) or {}).get("properties") or {})
             if not value and group not in properties:
                 del decoded[group]
                 continue
