@@ -78,6 +78,7 @@ SWITCHES: Mapping[str, Mapping[str, Any]] = {
     "value_shapes": {"value_shapes": False},
     "opening_word": {"opening_word": False},
     "semantic_intents": {"semantic_intents": False},
+    "exact_name": {"exact_name": False},
 }
 #: Every name ``--ablate`` takes: each BM25F field, then each switch.
 COMPONENTS = (*FIELD_WEIGHTS, *SWITCHES)

@@ -448,3 +448,25 @@ def test_the_last_step_moves_nothing_that_another_api_answers() -> None:
     index = CapabilitySearch([*ADDRESS_API[:1], other_api])
     ranked = index.search("verify this postal address is valid and then standardize it")
     assert ranked[0].capability["name"] == "verifyAddress"
+
+
+
+EXPOSED = [c for c in CAPABILITIES if c["policy"]["expose"]]
+EXPOSED_INDEX = CapabilitySearch(EXPOSED)
+
+
+@pytest.mark.parametrize("name", [c["name"] for c in EXPOSED])
+@pytest.mark.parametrize("spelling", [str, str.lower, str.upper, lambda n: f"  {n}\n"])
+def test_a_request_that_is_an_operation_s_name_gets_that_operation_first_and_sure(name: str, spelling: Any) -> None:
+    """A hostile pass found "postMemory" ranked postMemoryFeedback first and "getMemorySearch" getMemory."""
+    first = EXPOSED_INDEX.search(spelling(name), limit=3)[0]
+    assert (first.capability["name"], first.score) == (name, 1.0)
+
+
+def test_a_named_operation_the_caller_may_not_use_is_not_put_first() -> None:
+    """Then the rest rank as they would without the rule."""
+    ablated = CapabilitySearch(EXPOSED, ranking=Ranking(exact_name=False))
+    for name in (c["name"] for c in EXPOSED):
+        others = EXPOSED_INDEX.search(name, limit=5, accept=lambda c: c["name"] != name)
+        assert others == ablated.search(name, limit=5, accept=lambda c: c["name"] != name)
+        assert all(m.capability["name"] != name for m in others)

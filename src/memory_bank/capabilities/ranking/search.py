@@ -27,6 +27,8 @@ reaches a question-answering one. A request that states several steps gets the o
 last step first when that operation is a close contender (:mod:`request_steps`). Last,
 the first place goes to the best operation whose annotations the request allows: no
 deletion unless it asks to remove something, no write for a question (:mod:`safety`).
+A request that is exactly an operation's name, in any case, is a lookup of that
+operation: it comes first, sure (score 1), whatever its words say to the ranker.
 
 Every part is a field of :class:`Ranking`, so the evaluations switch each off on the
 real index; each rule stays because it helps on at least two sources and hurts none,
@@ -108,6 +110,8 @@ class Ranking:
     opening_word: bool = True
     #: Whether the examples' embeddings train a classifier too (``semantic.SemanticIndex``).
     semantic_intents: bool = True
+    #: Whether a request that is exactly an operation's name (``postMemory``) gets that operation first.
+    exact_name: bool = True
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,10 @@ class CapabilitySearch:
         indexes (``semantic.TextVectors``)."""
         self._capabilities = list(capabilities)
         self._ranking = ranking
+        #: casefolded name -> position; of two operations one name names (two specs'), the first.
+        self._by_name: dict[str, int] = {}
+        for position, capability in enumerate(self._capabilities):
+            self._by_name.setdefault(str(capability.get("name") or "").casefold(), position)
         self._operations = BM25F([fields(c) for c in self._capabilities], ranking.field_weights, k1=ranking.k1, b=ranking.b)
         sources: dict[str, int] = {}
         self._source_of = [sources.setdefault(str(c.get("source") or ""), len(sources)) for c in self._capabilities]
@@ -204,6 +212,9 @@ class CapabilitySearch:
         request = safety.Request.of(query) if ranking.safety and ranked else None
         if request and request.restricts and not request.allows(self._hazards[ranked[0][0]]):
             ranked = self._allowed_first(ranked, scores, request, accept)
+        named = self._by_name.get(query.strip().casefold()) if ranking.exact_name else None
+        if named is not None and (accept is None or accept(self._capabilities[named])):
+            ranked = [(named, 1.0), *((doc_id, score) for doc_id, score in ranked if doc_id != named)]
         return [Match(self._capabilities[doc_id], min(1.0, score)) for doc_id, score in ranked[:limit]]
 
     def _allowed_first(
