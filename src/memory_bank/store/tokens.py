@@ -142,8 +142,10 @@ class TokenStore:
         """A new secret for a live token, same id and grants; the old secret stops working at once.
 
         None when no live token has this id. The swap is conditional on the secret read,
-        so of two rotations at once one wins and the other is ``conflict``: exactly one
-        new secret is live, and its caller is the one told so. An expired token is
+        so of two rotations whose transactions overlap one wins and the other is
+        ``conflict``: no rotation is answered with a secret that another one replaced
+        before it committed. Rotations that the database serialises apply one after
+        another, each replacing the last one's secret, as the spec says. An expired token is
         ``conflict`` too: rotation keeps the expiry, so its new secret would be born
         dead; the answer says to create a token instead.
         """
