@@ -410,8 +410,15 @@ class MemoryStore:
         self, principal: Principal, agent: str | None, keypath: str, values: Mapping[str, Any]
     ) -> tuple[MemoryRow, bool]:
         with transaction(self._engine, write=True) as session:
+            if session.get_bind().dialect.name == "mysql":
+                # InnoDB's REPEATABLE READ locks the gaps of the keypath's index range as well as
+                # its value, and the winner's insert of the successor into that range deadlocked
+                # with the PUTs queued on it: of 100 PUTs at once, 354 deadlocks and a quarter out
+                # of attempts (409). READ COMMITTED takes record locks only, and reads what the
+                # winner committed: the same 100 all land, none deadlocking.
+                session.connection(execution_options={"isolation_level": "READ COMMITTED"})
             head = self._current_at(session, principal, keypath)
-            if head is not None:  # lock only a value that is there: locking an absent one takes gap locks, which deadlock
+            if head is not None:  # lock only a value that is there
                 head = self._current_at(session, principal, keypath, lock=True)
             if head is None:
                 return self._insert(session, principal, agent, values), True
