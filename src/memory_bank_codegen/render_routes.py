@@ -30,7 +30,7 @@ def _imports(interface: str, interface_module: str) -> ImportGroups:
         {
             "memory_bank.api.auth": ("Authorize",),
             "memory_bank.api.bodies": ("read_json_body", "read_text_body", "render_reply"),
-            "memory_bank.api.query": ("QueryBool", "QueryInt", "QueryNumber", "single_valued"),
+            "memory_bank.api.query": ("QueryBool", "QueryInt", "QueryNumber", "checked_query"),
             "memory_bank.generated": ("models",),
             f"memory_bank.generated.{interface_module}": (interface,),
             "memory_bank.security.principal": ("Principal",),
@@ -61,12 +61,14 @@ def _match_order(op: Operation) -> list[tuple[bool, str]]:
 def _render_route(op: Operation) -> str:
     args = [f'principal: Annotated[Principal, Depends(authorize("{op.permission}"))]']
     call = ["principal"]
-    single = [repr(p.name) for p in op.parameters if p.location == "query" and not p.repeatable]
+    checks = [repr(p.name) for p in op.parameters if p.location == "query"]
+    repeatable = [repr(p.name) for p in op.parameters if p.location == "query" and p.repeatable]
     headers = [repr(p.name) for p in op.parameters if p.location == "header" and not p.repeatable]
+    if repeatable:
+        checks.append(f"repeatable=({', '.join(repeatable)},)")
     if headers:
-        single.append(f"headers=({', '.join(headers)},)")
-    if single:
-        args.append(f"_single: Annotated[None, Depends(single_valued({', '.join(single)}))]")
+        checks.append(f"headers=({', '.join(headers)},)")
+    args.append(f"_query: Annotated[None, Depends(checked_query({', '.join(checks)}))]")
     if op.body is not None:
         args.append("request: Request")
     args += [_render_param(p) for p in op.parameters]

@@ -3,9 +3,10 @@
 Starlette keeps every value of a repeated key and FastAPI hands a scalar parameter the
 last one, so ``?limit=5&limit=500`` used to mean ``limit=500`` and ``?limit=500&limit=5``
 ``limit=5``: two readings of one request, and a proxy or a log that kept the first value
-would disagree with the service. The generated routes ask ``single_valued`` (after the
+would disagree with the service. The generated routes ask ``checked_query`` (after the
 principal, so a bad token is still 401 first) for the names of their parameters that
-are not arrays; an array (``tags``) is repeated by design. A header such as
+are not arrays; an array (``tags``) is repeated by design. It refuses a name the operation
+does not declare as well, as an unknown body field is refused: FastAPI ignores one. A header such as
 ``Idempotency-Key`` is the same case: FastAPI hands a scalar ``Header`` the first of two
 copies, so two keys on one write were one reading here and perhaps another at a proxy.
 
@@ -31,23 +32,41 @@ from pydantic import BeforeValidator
 from pydantic_core import PydanticCustomError
 
 from memory_bank.api.problems import validation_error
+from memory_bank.api.spelling import closest
 from memory_bank.errors import FieldError
 
 
-def single_valued(*names: str, headers: tuple[str, ...] = ()) -> Callable[[Request], None]:
-    """A dependency refusing, 422 ``invalid_params``, a request that gives any query parameter of ``names``
-    or any header of ``headers`` (matched case-insensitively, named as the spec spells it) more than once."""
-    declared = frozenset(names)
+def checked_query(*names: str, repeatable: tuple[str, ...] = (), headers: tuple[str, ...] = ()) -> Callable[[Request], None]:
+    """A dependency refusing, 422 ``invalid_params``, a request that gives a query parameter the
+    operation does not declare (``names``, in the spec's order: a misspelt ``?query=`` read as no
+    query, and the search answered every memory at score 1), or a query parameter of ``names``
+    not in ``repeatable``, or any header of ``headers`` (matched case-insensitively, named as
+    the spec spells it), more than once."""
+    known = list(names)
+    declared = frozenset(names) - frozenset(repeatable)
 
     def check(request: Request) -> None:
-        counts = Counter(key for key, _ in request.query_params.multi_items() if key in declared)
-        given = [("query", name, counts[name]) for name in names]
+        given_keys = [key for key, _ in request.query_params.multi_items()]
+        errors = [
+            FieldError(f"/query/{key}", "additionalProperties", f"is not a parameter of this operation{_hint(key, known)}")
+            for key in dict.fromkeys(given_keys)
+            if key not in known
+        ]
+        counts = Counter(key for key in given_keys if key in declared)
+        given = [("query", name, counts[name]) for name in names if name in declared]
         given += [("header", name, len(request.headers.getlist(name))) for name in headers]
-        errors = [FieldError(f"/{place}/{name}", "type", f"given {n} times; it takes one value") for place, name, n in given if n > 1]
+        errors += [FieldError(f"/{place}/{name}", "type", f"given {n} times; it takes one value") for place, name, n in given if n > 1]
         if errors:
             raise validation_error(errors)
 
     return check
+
+
+def _hint(key: str, known: list[str]) -> str:
+    close = closest(key, known)
+    if close is not None:
+        return f"; did you mean {close}?"
+    return f"; it takes {', '.join(known)}" if known else "; it takes none"
 
 
 _INTEGER = re.compile(r"-?[0-9]+")

@@ -8,7 +8,7 @@ from fastapi.responses import Response
 
 from memory_bank.api.auth import Authorize
 from memory_bank.api.bodies import read_json_body, render_reply
-from memory_bank.api.query import QueryBool, QueryInt, single_valued
+from memory_bank.api.query import QueryBool, QueryInt, checked_query
 from memory_bank.generated import models
 from memory_bank.generated.admin_interface import MemoryBankAdminApi
 from memory_bank.security.principal import Principal
@@ -22,7 +22,7 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
     async def list_agents(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:admin"))],
-        _single: Annotated[None, Depends(single_valued("cursor", "limit"))],
+        _query: Annotated[None, Depends(checked_query("cursor", "limit"))],
         cursor: Annotated[
             str | None,
             Query(
@@ -42,6 +42,7 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
     async def create_agent(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:admin"))],
+        _query: Annotated[None, Depends(checked_query())],
         request: Request,
     ) -> Response:
         body = await read_json_body(request, models.AgentCreate, max_bytes=1912)
@@ -56,6 +57,7 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
     async def deactivate_agent(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:admin"))],
+        _query: Annotated[None, Depends(checked_query())],
         agent_id: Annotated[
             str,
             Path(
@@ -92,6 +94,7 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
     async def reactivate_agent(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:admin"))],
+        _query: Annotated[None, Depends(checked_query())],
         agent_id: Annotated[
             str,
             Path(
@@ -124,7 +127,7 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
     async def list_tokens(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:admin"))],
-        _single: Annotated[None, Depends(single_valued("include_revoked", "cursor", "limit"))],
+        _query: Annotated[None, Depends(checked_query("include_revoked", "cursor", "limit"))],
         include_revoked: Annotated[
             QueryBool, Query(description="Also list revoked tokens.")
         ] = False,
@@ -149,6 +152,7 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
     async def create_token(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:admin"))],
+        _query: Annotated[None, Depends(checked_query())],
         request: Request,
     ) -> Response:
         body = await read_json_body(request, models.TokenCreate, max_bytes=6379)
@@ -161,6 +165,7 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
     async def revoke_token(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:admin"))],
+        _query: Annotated[None, Depends(checked_query())],
         token_id: Annotated[
             str,
             Path(
@@ -179,6 +184,7 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
     async def get_token(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:admin"))],
+        _query: Annotated[None, Depends(checked_query())],
         token_id: Annotated[
             str,
             Path(
@@ -199,6 +205,7 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
     async def rotate_token(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:admin"))],
+        _query: Annotated[None, Depends(checked_query())],
         token_id: Annotated[
             str,
             Path(

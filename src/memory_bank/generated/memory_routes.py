@@ -8,7 +8,7 @@ from fastapi.responses import Response
 
 from memory_bank.api.auth import Authorize
 from memory_bank.api.bodies import read_json_body, read_text_body, render_reply
-from memory_bank.api.query import QueryBool, QueryInt, QueryNumber, single_valued
+from memory_bank.api.query import QueryBool, QueryInt, QueryNumber, checked_query
 from memory_bank.generated import models
 from memory_bank.generated.memory_interface import MemoryBankApi
 from memory_bank.security.principal import Principal
@@ -22,9 +22,7 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
     async def search_capabilities(
         *,
         principal: Annotated[Principal, Depends(authorize("token:any"))],
-        _single: Annotated[
-            None, Depends(single_valued("q", "limit", "category", "include_schema"))
-        ],
+        _query: Annotated[None, Depends(checked_query("q", "limit", "category", "include_schema"))],
         q: Annotated[
             str | None,
             Query(
@@ -62,16 +60,18 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
     async def list_memories(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:read"))],
-        _single: Annotated[
+        _query: Annotated[
             None,
             Depends(
-                single_valued(
+                checked_query(
                     "cursor",
                     "limit",
+                    "tags",
                     "category",
                     "project_id",
                     "keypath_prefix",
                     "include_superseded",
+                    repeatable=("tags",),
                 )
             ),
         ],
@@ -127,7 +127,7 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
     async def post_memory(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:write"))],
-        _single: Annotated[None, Depends(single_valued(headers=("Idempotency-Key",)))],
+        _query: Annotated[None, Depends(checked_query(headers=("Idempotency-Key",)))],
         request: Request,
         idempotency_key: Annotated[
             str | None,
@@ -151,6 +151,7 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
     async def export_memories(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:read"))],
+        _query: Annotated[None, Depends(checked_query())],
     ) -> Response:
         reply = await api.export_memories(principal)
         return render_reply(reply, statuses=(200,), media_type="application/x-ndjson")
@@ -159,6 +160,7 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
     async def import_memories(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:write"))],
+        _query: Annotated[None, Depends(checked_query())],
         request: Request,
     ) -> Response:
         body = await read_text_body(request, "application/x-ndjson", max_bytes=33554432)
@@ -171,6 +173,7 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
     async def get_memory_keypath(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:read"))],
+        _query: Annotated[None, Depends(checked_query())],
         keypath: Annotated[
             str,
             Path(
@@ -190,6 +193,7 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
     async def put_memory_keypath(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:write"))],
+        _query: Annotated[None, Depends(checked_query())],
         request: Request,
         keypath: Annotated[
             str,
@@ -209,17 +213,19 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
     async def get_memory_search(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:read"))],
-        _single: Annotated[
+        _query: Annotated[
             None,
             Depends(
-                single_valued(
+                checked_query(
                     "q",
                     "limit",
+                    "tags",
                     "category",
                     "project_id",
                     "keypath_prefix",
                     "include_superseded",
                     "min_score",
+                    repeatable=("tags",),
                 )
             ),
         ],
@@ -278,6 +284,7 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
     async def delete_memory(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:write"))],
+        _query: Annotated[None, Depends(checked_query())],
         memory_id: Annotated[
             str,
             Path(
@@ -293,6 +300,7 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
     async def get_memory(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:read"))],
+        _query: Annotated[None, Depends(checked_query())],
         memory_id: Annotated[
             str,
             Path(
@@ -308,6 +316,7 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
     async def patch_memory(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:write"))],
+        _query: Annotated[None, Depends(checked_query())],
         request: Request,
         memory_id: Annotated[
             str,
@@ -329,6 +338,7 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
     async def post_memory_feedback(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:write"))],
+        _query: Annotated[None, Depends(checked_query())],
         request: Request,
         memory_id: Annotated[
             str,
@@ -348,6 +358,7 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
     async def get_memory_history(
         *,
         principal: Annotated[Principal, Depends(authorize("memory:read"))],
+        _query: Annotated[None, Depends(checked_query())],
         memory_id: Annotated[
             str,
             Path(

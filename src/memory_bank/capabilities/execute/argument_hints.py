@@ -8,19 +8,17 @@ call is checked against, say what would be right, for any operation.
 
 from __future__ import annotations
 
-import difflib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+from memory_bank.api.spelling import closest
 from memory_bank.errors import json_pointer
 
 Schema = Mapping[str, Any]
 
 #: How deep the search for an argument's place goes; input schemas nest a few levels.
 MAX_DEPTH = 6
-#: A misspelt name is offered its neighbour only when this close (difflib's ratio).
-CLOSE_MATCH = 0.8
 #: Places named in one hint at most.
 MAX_PLACES = 3
 #: A value quoted back in an example is cut to this many characters.
@@ -88,16 +86,6 @@ def where_it_belongs(root: Schema, name: str, value: Any, sent_at: list[str | in
     close = closest(name, known_here)
     return f"; did you mean {json_pointer([*sent_at, close])}?" if close else ""
 
-
-def closest(name: str, known: Sequence[str]) -> str | None:
-    """The one of ``known`` that ``name`` most likely misspells: the same name in another case
-    (``postmemory``), else the nearest spelling at least ``CLOSE_MATCH`` alike; None when none is."""
-    folded = name.casefold()
-    same = next((candidate for candidate in known if candidate.casefold() == folded), None)
-    if same is not None:
-        return same
-    close = difflib.get_close_matches(name, known, 1, CLOSE_MATCH)
-    return close[0] if close else None
 
 
 def _defined_at(root: Schema, name: str) -> list[str]:
