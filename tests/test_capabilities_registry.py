@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_bank.capabilities.cards import required_arguments, summary
+from memory_bank.capabilities.cards import cards_text, required_arguments, summary
 from memory_bank.capabilities.registry import CapabilityRegistry
 from memory_bank.errors import NotFound
 from memory_bank.generated.catalog import CAPABILITIES
@@ -50,9 +50,15 @@ def test_a_write_request_does_not_look_sure_of_a_read_for_a_read_only_token(requ
     that comes first scores as the poor match it is, under the cut an agent acts on."""
     writer = REGISTRY.search(request_text, allows={"memory:read", "memory:write"}.__contains__, limit=3)
     reader = REGISTRY.search(request_text, allows=READ, limit=3)
-    assert writer.results[0].name == wanted
+    assert writer.results[0].name == wanted and writer.withheld is None
     assert reader.results and all(card.permission == "memory:read" for card in reader.results)
     assert (reader.results[0].score or 0) < REGISTRY.confident_score
+    assert reader.withheld is not None and (reader.withheld.name, reader.withheld.permission) == (wanted, "memory:write")
+
+
+def test_a_best_fit_the_token_may_call_is_not_called_withheld() -> None:
+    for request_text in ("search my notes for the dentist", "what is stored at user.preferences.theme", ""):
+        assert REGISTRY.search(request_text, allows=READ, limit=3).withheld is None
 
 
 def test_a_token_ranks_its_operations_in_the_order_its_whole_api_does() -> None:
@@ -96,3 +102,10 @@ def test_rest_route_is_the_same_search(make_client) -> None:
 
 def test_rest_route_needs_a_token(client) -> None:
     assert client.get("/v1/capabilities").json()["code"] == "unauthorized"
+
+
+def test_the_text_an_agent_reads_says_the_withheld_best_fit_first() -> None:
+    result = REGISTRY.search("save a memory", allows=READ, limit=2)
+    text = cards_text(result, REGISTRY.confident_score)
+    assert text.startswith("The best fit, postMemory, needs memory:write, which this token lacks; none of these does what was asked.\n")
+    assert "postMemory" not in text.split("\n", 1)[1]

@@ -223,3 +223,16 @@ def test_a_literal_spells_out_the_marks_it_holds(value: str) -> None:
     """A mark alone (a variation selector in a pattern) shows as nothing or on the quote before it."""
     written = literal(value)
     assert written.isascii() and ast.literal_eval(written) == value
+
+
+def test_a_nullable_object_is_its_model_or_none_and_the_served_model_takes_both() -> None:
+    """``type: [object, "null"]`` rendered as the model alone (the null branch was read as the
+    object again, for its properties), so a search result without a withheld operation failed."""
+    from memory_bank_codegen.pytypes import TypeNamer
+
+    namer = TypeNamer({"components": {"schemas": {}}})
+    schema = {"type": ["object", "null"], "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    assert namer.expression(schema, "Owner") == "Owner | None"
+    assert models.CapabilitySearchResult.model_validate({"total": 0, "results": [], "withheld": None}).withheld is None
+    named = models.CapabilitySearchResult.model_validate({"total": 0, "results": [], "withheld": {"name": "postMemory", "permission": "memory:write"}})
+    assert named.withheld is not None and named.withheld.name == "postMemory"

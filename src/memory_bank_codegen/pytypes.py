@@ -93,7 +93,7 @@ class TypeNamer:
         if types == "array":
             items = f"list[{self.expression(schema.get('items', {}), owner + 'Item')}]"
             return self._unique(items, owner) if schema.get("uniqueItems") is True else items
-        if types == "object" or "properties" in schema:
+        if types == "object" or (types is None and "properties" in schema):  # not the "null" of [object, "null"]
             return self._object(schema, owner)
         if types in SCALARS:
             return FORMATS.get(schema.get("format", ""), self.scalars[types]) if types == "string" else self.scalars[types]

@@ -61,12 +61,19 @@ def cards_text(result: models.CapabilitySearchResult, confident: float) -> str:
     (which would double the cost of every search). A schema asked for is appended as JSON.
     ``confident``: the first score below which the agent should compare several cards.
     No card is said as such: "by category", the header of a listing, would read as if
-    the catalog were empty rather than as a request that matched nothing."""
+    the catalog were empty rather than as a request that matched nothing. A best fit the
+    token may not call (``withheld``) is said first."""
+    withheld = result.withheld
+    lead = (
+        f"The best fit, {withheld.name}, needs {withheld.permission}, which this token lacks; none of these does what was asked.\n"
+        if withheld is not None
+        else ""
+    )
     if not result.results:
-        return f"No operation matches (0 of {result.total}); an empty query without a category lists them all."
+        return lead + f"No operation matches (0 of {result.total}); an empty query without a category lists them all."
     ranked = any(c.score is not None for c in result.results)
     order = f"best first; under {confident} compare several" if ranked else "by category"
-    lines = [f"{len(result.results)} of {result.total} operations, {order}:"]
+    lines = [lead + f"{len(result.results)} of {result.total} operations, {order}:"]
     for card in result.results:
         score = "" if card.score is None else f", score {card.score}"
         lines.append(f"- {card.name}: {card.title} ({card.permission}{score}; requires {', '.join(card.required) or 'nothing'})")

@@ -121,7 +121,9 @@ class CapabilityRegistry:
         case-insensitively; one no capability has is 404, naming those there are (an empty
         answer read as "nothing does that"; not 422, since any name is a valid argument). Capabilities the caller may not use are left out of the
         ranking's results, so they neither appear nor take a place in the top ``limit``;
-        those of an API the caller uses still weigh on the scores of the rest (see ``_index``).
+        those of an API the caller uses still weigh on the scores of the rest (see ``_index``),
+        and when one of those is the best match it is named as ``withheld``, with the
+        permission it needs: none of the cards then does what was asked.
         """
         wanted = category.casefold() if category else None
         if wanted is not None and wanted not in self._categories:
@@ -135,8 +137,13 @@ class CapabilityRegistry:
         total = len(self.allowed(allows))
         if not query.strip():
             listed = sorted((c for c in self._capabilities if accept(c)), key=lambda c: c["policy"]["category"])
-            cards = [card(c, None, include_schema=include_schema) for c in listed]
-        else:
-            matches = self._index(allows).search(query, limit=limit, accept=accept)
-            cards = [card(m.capability, m.score, include_schema=include_schema) for m in matches]
-        return models.CapabilitySearchResult(total=total, results=cards)
+            return models.CapabilitySearchResult(total=total, results=[card(c, None, include_schema=include_schema) for c in listed], withheld=None)
+        index = self._index(allows)
+        scores = index.scores(query)
+        matches = index.rank(query, scores, limit=limit, accept=accept)
+        cards = [card(m.capability, m.score, include_schema=include_schema) for m in matches]
+        best = next((m.capability for m in index.rank(query, scores, limit=1)), None)
+        withheld = None
+        if best is not None and not allows(best["policy"]["permission"]):
+            withheld = models.CapabilitySearchResultWithheld(name=best["name"], permission=best["policy"]["permission"])
+        return models.CapabilitySearchResult(total=total, results=cards, withheld=withheld)

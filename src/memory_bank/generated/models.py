@@ -422,6 +422,24 @@ class CapabilitySearchResult(BaseModel):
 
     total: JsonInt = Field(ge=0, description="How many operations this token may call.")
     results: list[CapabilityCard]
+    withheld: CapabilitySearchResultWithheld | None = Field(
+        description=(
+            "The operation that fits the request best, when this token "
+            "may not call it (the results leave it out, so none of them "
+            "is what was asked for): do it with a token that has its "
+            "permission. Null when the best fit is one this token may "
+            "call, or nothing was asked."
+        )
+    )
+
+
+class CapabilitySearchResultWithheld(BaseModel):
+    """The operation that fits the request best, when this token may not call it (the results leave it out, so none of them is what was asked for): do it with a token that has its permission. Null when the best fit is one this token may call, or nothing was asked."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    permission: str
 
 
 class FieldError(BaseModel):
@@ -627,6 +645,7 @@ for _model in (
     ImportResult,
     CapabilityCard,
     CapabilitySearchResult,
+    CapabilitySearchResultWithheld,
     FieldError,
     Problem,
     TokenCreate,

@@ -183,10 +183,16 @@ class CapabilitySearch:
         never gets fewer results just because better ones were filtered out. An empty
         query returns ``[]``: listing by category is the caller's job.
         """
+        if limit <= 0:
+            return []
+        return self.rank(query, self.scores(query), limit=limit, accept=accept)
+
+    def scores(self, query: str) -> list[float]:
+        """Every capability's score for ``query``, in catalog order (all 0 for a query without words)."""
         ranking = self._ranking
         words = identifier_terms(query)
-        if limit <= 0 or not words:
-            return []
+        if not words:
+            return [0.0] * len(self._capabilities)
         query_terms = words + phrases(words) if ranking.word_pairs else words
         api = self._apis.scores(words)
         scores = [
@@ -205,6 +211,14 @@ class CapabilitySearch:
             scores = [(1 - fallback) * own + fallback * answers for own, answers in zip(scores, self._answers)]
         if self._semantic is not None:
             scores = fuse(scores, self._semantic.scores(query), *self._fusion)
+        return scores
+
+    def rank(
+        self, query: str, scores: Sequence[float], *, limit: int = 5, accept: Callable[[Capability], bool] | None = None
+    ) -> list[Match]:
+        """:meth:`search` from ``scores`` (:meth:`scores` of ``query``): so one request's scores
+        can be ranked for several ``accept``s, its embedding computed once."""
+        ranking = self._ranking
         ranked = self._best(scores, max(limit, request_steps.WINDOW), accept)
         tail = request_steps.last_step(query) if ranking.request_steps else None
         if tail:
