@@ -9,9 +9,11 @@ constraints, so a bound is written once in the spec and enforced everywhere it i
 from __future__ import annotations
 
 import keyword
+import textwrap
 from typing import Any
 
 from memory_bank_codegen.errors import CodegenError
+from memory_bank_codegen.formatting import LINE_LENGTH
 from memory_bank_codegen.imports import ImportGroups, import_block
 from memory_bank_codegen.naming import pascal_case, snake_case
 from memory_bank_codegen.pytypes import SCALARS, InlineModel, TypeNamer, component_refs, constraints, keyword_args
@@ -205,4 +207,10 @@ def _min_properties_validator(minimum: int) -> list[str]:
 
 
 def _docstring(text: str) -> str:
-    return '"""' + " ".join(text.split()).replace('"""', "'''") + '"""'
+    """A class docstring (to follow four spaces of indent): on one line when it fits in
+    ``LINE_LENGTH``, else filled to it with the closing quotes on a line of their own."""
+    flat = " ".join(text.split()).replace('"""', "'''")
+    if len(f'    """{flat}"""') <= LINE_LENGTH:
+        return f'"""{flat}"""'
+    filled = textwrap.fill(flat, width=LINE_LENGTH, initial_indent='    """', subsequent_indent="    ")
+    return filled.removeprefix("    ") + '\n    """'

@@ -434,7 +434,10 @@ class CapabilitySearchResult(BaseModel):
 
 
 class CapabilitySearchResultWithheld(BaseModel):
-    """The operation that fits the request best, when this token may not call it (the results leave it out, so none of them is what was asked for): do it with a token that has its permission. Null when the best fit is one this token may call, or nothing was asked."""
+    """The operation that fits the request best, when this token may not call it (the results leave
+    it out, so none of them is what was asked for): do it with a token that has its permission. Null
+    when the best fit is one this token may call, or nothing was asked.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
