@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from memory_bank.cli import app as cli
 from memory_bank.errors import DomainError, ErrorCode
 from memory_bank.observability import audit
-from memory_bank.security.agents import NO_AGENT, AgentResolver
+from memory_bank.security.agents import NO_AGENT, UNREGISTERED_HINT, AgentResolver
 from memory_bank.settings import Settings, get_settings
 from memory_bank.store.agents import AgentStore
 from memory_bank.store.keyset import every_page
@@ -63,7 +63,7 @@ async def test_missing_inactive_and_cross_org_agents_are_denied(agents, resolver
     assert "deactivated" in await denied(resolver, make_principal(), retired.id)
     assert "deactivated" in await denied(resolver, make_principal(agent=retired.id), None)
     # Another org's agent reads exactly like a missing one: nothing leaks across orgs.
-    assert await denied(resolver, make_principal(org="acme"), foreign.id) == f"agent {foreign.id!r} is not registered in this org"
+    assert await denied(resolver, make_principal(org="acme"), foreign.id) == f"agent {foreign.id!r} is not registered in this org{UNREGISTERED_HINT}"
 
 
 async def test_the_resolved_agent_is_attributed_to_the_call(agents, resolver, make_principal) -> None:

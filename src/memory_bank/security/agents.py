@@ -22,6 +22,10 @@ from memory_bank.observability.audit import attribute_agent
 from memory_bank.security.principal import Principal
 
 NO_AGENT = "no agent: use a token bound to an agent or send agent_id"
+#: What a write naming an unknown agent is told to do: agent ids are the directory's, not free text.
+UNREGISTERED_HINT = (
+    "; agent_id takes the id an admin got on registering it (memory-bank agent create, or POST /v1/admin/agents)"
+)
 
 
 class Agent(Protocol):
@@ -50,7 +54,7 @@ class AgentResolver:
             raise PermissionDenied(NO_AGENT)
         row = await run_in_threadpool(self._agents.find, principal.org_id, agent_id)
         if row is None:
-            raise PermissionDenied(f"agent {agent_id!r} is not registered in this org")
+            raise PermissionDenied(f"agent {agent_id!r} is not registered in this org{UNREGISTERED_HINT}")
         if not row.active:
             raise PermissionDenied(f"agent {agent_id!r} is deactivated")
         attribute_agent(agent_id)
