@@ -7,6 +7,7 @@ kept the other. The token is still checked first.
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 from support.clients import MakeClient
 
@@ -58,3 +59,18 @@ def test_the_token_is_checked_before_the_repeated_header(client: TestClient) -> 
         headers=[("Content-Type", "application/json"), ("Idempotency-Key", "k1"), ("Idempotency-Key", "k2")],
     )
     assert answer.status_code == 401 and answer.json()["code"] == "unauthorized"
+
+
+@pytest.mark.parametrize("key", [b"caf\xe9", b"tab\there", b"del\x7f", b"\xe2\x9c\x93"])
+def test_an_idempotency_key_outside_printable_ascii_is_refused_over_rest_as_over_mcp(make_client: MakeClient, key: bytes) -> None:
+    """REST took ``café`` (its Latin-1 byte) and a tab, which the advertised MCP schema refuses."""
+    writer = make_client("acme", "ann", PERMISSIONS)
+    answer = writer.post("/v1/memory", content=BODY, headers=[(b"Content-Type", b"application/json"), (b"Idempotency-Key", key)])
+    assert answer.status_code == 422, answer.text
+    assert [(e["field"], e["rule"]) for e in answer.json()["errors"]] == [("/header/Idempotency-Key", "pattern")]
+
+
+def test_a_printable_key_with_spaces_is_taken(make_client: MakeClient) -> None:
+    writer = make_client("acme", "ann", PERMISSIONS)
+    answer = writer.post("/v1/memory", content=BODY, headers={"Content-Type": "application/json", "Idempotency-Key": "order 42 ~ retry"})
+    assert answer.status_code == 201, answer.text

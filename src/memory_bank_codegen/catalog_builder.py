@@ -117,6 +117,8 @@ def _header_value_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """
     if "pattern" not in schema:
         return {**schema, "pattern": HEADER_VALUE_PATTERN}
+    if schema["pattern"] == HEADER_VALUE_PATTERN:  # the spec says it already
+        return dict(schema)
     return {**schema, "allOf": [*schema.get("allOf", ()), {"pattern": HEADER_VALUE_PATTERN}]}
 
 

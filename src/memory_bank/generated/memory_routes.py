@@ -135,6 +135,7 @@ def build_router(api: MemoryBankApi, authorize: Authorize) -> APIRouter:
                 alias="Idempotency-Key",
                 min_length=1,
                 max_length=255,
+                pattern="^[ -~]*$",
                 description=(
                     "Any unique string for this write. Repeating a write with "
                     "the same key returns the first result; reusing a key for "
