@@ -24,13 +24,18 @@ from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.settings import Settings
 from support.clients import MakeClient, MakeToken
 from support.mcp_live import call_tool
-from support.spec_queries import query_parameters
+from support.spec_queries import operations, query_parameters
 
 INTEGERS = query_parameters(kind="integer")
 BOOLEANS = query_parameters(kind="boolean")
 NUMBERS = query_parameters(kind="number")
-#: A value every operation takes for ``q`` (the search needs one); the others ignore it.
-BASE = [("q", "garden")]
+#: The operations that take ``q`` (the search needs one); another refuses it as unknown.
+TAKES_Q = {(method, path) for _, method, path, query in operations() if any(name == "q" for name, _ in query)}
+
+
+def base(method: str, path: str) -> list[tuple[str, str]]:
+    """The query every request of an operation starts from: a ``q`` where it takes one."""
+    return [("q", "garden")] if (method, path) in TAKES_Q else []
 
 
 @pytest.fixture
@@ -61,20 +66,20 @@ def test_both_specs_have_integer_and_boolean_query_parameters() -> None:
 @pytest.mark.parametrize("value", ["+5", " 5", "5 ", "5_0", "0x5", "5.0", "٥", "", "5\n"])
 @pytest.mark.parametrize(("operation", "method", "path", "name"), INTEGERS, ids=[f"{s[0]}-{s[3]}" for s in INTEGERS])
 def test_an_integer_in_another_form_is_422_naming_it(anyone: TestClient, operation, method, path, name, value) -> None:
-    refused(anyone.request(method, f"{path}?{urlencode([*BASE, (name, value)])}"), name, "digits")
+    refused(anyone.request(method, f"{path}?{urlencode([*base(method, path), (name, value)])}"), name, "digits")
 
 
 @pytest.mark.parametrize("value", ["yes", "no", "on", "off", "1", "0", "True", "FALSE", "t", ""])
 @pytest.mark.parametrize(("operation", "method", "path", "name"), BOOLEANS, ids=[f"{s[0]}-{s[3]}" for s in BOOLEANS])
 def test_a_boolean_in_another_form_is_422_naming_it(anyone: TestClient, operation, method, path, name, value) -> None:
-    refused(anyone.request(method, f"{path}?{urlencode([*BASE, (name, value)])}"), name, "true or false")
+    refused(anyone.request(method, f"{path}?{urlencode([*base(method, path), (name, value)])}"), name, "true or false")
 
 
 @pytest.mark.parametrize(("operation", "method", "path", "name"), INTEGERS, ids=[f"{s[0]}-{s[3]}" for s in INTEGERS])
 def test_digits_with_an_optional_minus_are_an_integer(anyone: TestClient, operation, method, path, name) -> None:
     """``05`` is 5, and ``-1`` is an integer the bounds then refuse (``minimum``), not a form error."""
-    assert anyone.request(method, f"{path}?{urlencode([*BASE, (name, '05')])}").status_code == 200
-    below = anyone.request(method, f"{path}?{urlencode([*BASE, (name, '-1')])}")
+    assert anyone.request(method, f"{path}?{urlencode([*base(method, path), (name, '05')])}").status_code == 200
+    below = anyone.request(method, f"{path}?{urlencode([*base(method, path), (name, '-1')])}")
     assert below.status_code == 422 and [e["rule"] for e in below.json()["errors"]] == ["minimum"]
 
 
@@ -83,7 +88,7 @@ def test_digits_with_an_optional_minus_are_an_integer(anyone: TestClient, operat
 def test_an_integer_of_thousands_of_digits_is_out_of_bounds(anyone: TestClient, operation, method, path, name, value) -> None:
     """Digits past what the parser reads are still an integer, beyond every bound: ``maximum``
     or ``minimum`` as for 20 digits, not the parser's own name for its limit."""
-    answer = anyone.request(method, f"{path}?{urlencode([*BASE, (name, value)])}")
+    answer = anyone.request(method, f"{path}?{urlencode([*base(method, path), (name, value)])}")
     assert answer.status_code == 422, answer.text
     rule = "minimum" if value.startswith("-") else "maximum"
     assert [(e["field"], e["rule"]) for e in answer.json()["errors"]] == [(f"/query/{name}", rule)], answer.text
@@ -97,20 +102,20 @@ def test_both_specs_have_a_number_query_parameter() -> None:
 @pytest.mark.parametrize(("operation", "method", "path", "name"), NUMBERS, ids=[f"{s[0]}-{s[3]}" for s in NUMBERS])
 def test_a_number_in_another_form_is_422_naming_it(anyone: TestClient, operation, method, path, name, value) -> None:
     """pydantic's lax float read ``1_0`` as 10, `` 1`` as 1 and ``nan`` as a number; JSON's grammar has none of them."""
-    refused(anyone.request(method, f"{path}?{urlencode([*BASE, (name, value)])}"), name, "JSON")
+    refused(anyone.request(method, f"{path}?{urlencode([*base(method, path), (name, value)])}"), name, "JSON")
 
 
 @pytest.mark.parametrize("value", ["0", "1", "0.5", "-0", "5e-1", "1E-2", "0.25e+0", "00.5"])
 @pytest.mark.parametrize(("operation", "method", "path", "name"), NUMBERS, ids=[f"{s[0]}-{s[3]}" for s in NUMBERS])
 def test_a_number_as_json_writes_it_is_read(anyone: TestClient, operation, method, path, name, value) -> None:
     """What a JSON encoder writes (and, as for integers, leading zeros) is a number; bounds apply after."""
-    assert anyone.request(method, f"{path}?{urlencode([*BASE, (name, value)])}").status_code == 200
+    assert anyone.request(method, f"{path}?{urlencode([*base(method, path), (name, value)])}").status_code == 200
 
 
 @pytest.mark.parametrize(("operation", "method", "path", "name"), BOOLEANS, ids=[f"{s[0]}-{s[3]}" for s in BOOLEANS])
 def test_true_and_false_are_a_boolean(anyone: TestClient, operation, method, path, name) -> None:
     for value in ("true", "false"):
-        assert anyone.request(method, f"{path}?{urlencode([*BASE, (name, value)])}").status_code == 200
+        assert anyone.request(method, f"{path}?{urlencode([*base(method, path), (name, value)])}").status_code == 200
 
 
 def test_the_token_is_checked_before_the_form(client: TestClient) -> None:
@@ -138,7 +143,7 @@ def test_any_string_not_in_a_parameter_s_form_is_422_and_never_500(anyone: TestC
     """For every generated integer (``-?[0-9]+``) and number (as JSON writes one) query parameter:
     a value not in its form is 422 naming it; nothing is a 500."""
     (_, method, path, name), written, word = form
-    answer = anyone.request(method, f"{path}?{urlencode([*BASE, (name, value)])}")
+    answer = anyone.request(method, f"{path}?{urlencode([*base(method, path), (name, value)])}")
     assert answer.status_code < 500, answer.text
     if not written.fullmatch(value):
         refused(answer, name, word)
