@@ -6,8 +6,8 @@ last one, so ``?limit=5&limit=500`` used to mean ``limit=500`` and ``?limit=500&
 would disagree with the service. The generated routes ask ``checked_query`` (after the
 principal, so a bad token is still 401 first) for the names of their parameters that
 are not arrays; an array (``tags``) is repeated by design. It refuses a name the operation
-does not declare as well, as an unknown body field is refused: FastAPI ignores one. A header such as
-``Idempotency-Key`` is the same case: FastAPI hands a scalar ``Header`` the first of two
+does not declare as well, as an unknown body field is refused: FastAPI ignores one. A
+header such as ``Idempotency-Key`` is the same case: FastAPI hands a scalar ``Header`` the first of two
 copies, so two keys on one write were one reading here and perhaps another at a proxy.
 
 The other: a query integer, number or boolean comes in the form the spec's serialization has.

@@ -137,7 +137,8 @@ class CapabilityRegistry:
         total = len(self.allowed(allows))
         if not query.strip():
             listed = sorted((c for c in self._capabilities if accept(c)), key=lambda c: c["policy"]["category"])
-            return models.CapabilitySearchResult(total=total, results=[card(c, None, include_schema=include_schema) for c in listed], withheld=None)
+            cards = [card(c, None, include_schema=include_schema) for c in listed]
+            return models.CapabilitySearchResult(total=total, results=cards, withheld=None)
         index = self._index(allows)
         scores = index.scores(query)
         matches = index.rank(query, scores, limit=limit, accept=accept)

@@ -12,8 +12,9 @@ the method is POST (a stateless server has no event stream to open with GET and 
 session to DELETE), the bearer token is valid (else 401 with ``WWW-Authenticate:
 Bearer resource_metadata=...`` pointing at the RFC 9728 document served next to it),
 the media types are JSON, the body fits, it is one JSON-RPC message of a protocol
-revision the SDK speaks (``envelope``), and an OAuth token's tool call has the scope its operation needs (else 403
-``insufficient_scope``, which an OAuth client answers by asking for that scope).
+revision the SDK speaks (``envelope``), and an OAuth token's tool call has the scope its
+operation needs (else 403 ``insufficient_scope``, which an OAuth client answers by asking
+for that scope).
 Refusals before the body is read are HTTP matters and answer problem+json like the
 REST API; a body that is not a JSON-RPC message gets a JSON-RPC
 error, as the protocol defines. The token is verified here once per request; a tool

@@ -87,7 +87,6 @@ def where_it_belongs(root: Schema, name: str, value: Any, sent_at: list[str | in
     return f"; did you mean {json_pointer([*sent_at, close])}?" if close else ""
 
 
-
 def _defined_at(root: Schema, name: str) -> list[str]:
     """Every place (a JSON pointer) where the schema defines an argument called ``name``."""
     return list(dict.fromkeys(json_pointer(at) for found, at in _places(root, root, [], frozenset()) if found == name))
