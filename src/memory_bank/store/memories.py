@@ -65,6 +65,9 @@ VERSIONED_FIELDS = (
 )  # fmt: skip
 
 
+#: What a PATCH may change besides the words (``MemoryPatch``): where a memory lives and who sees it stay.
+PATCHABLE_FIELDS = frozenset(VERSIONED_FIELDS) - {"scope", "keypath", "content"}
+
 #: A PUT racing others to one keypath re-reads and tries again this often before giving up with 409.
 PUT_ATTEMPTS = 8
 #: A save whose key's holder let go of it between the refusal and the lookup tries again this often.
@@ -141,6 +144,9 @@ class MemoryStore:
             if first is not None:
                 if first.content_hash != digest:
                     raise Conflict("this Idempotency-Key was already used for different content")
+                differing = _asked_otherwise(first, values)
+                if differing:
+                    raise _saved_otherwise(first, differing)
                 return first, False
             # What refused it was deleted (its keys released) or moved on since: save again.
         raise ConcurrentChange()
@@ -481,6 +487,29 @@ class MemoryStore:
         for head in retired:
             self._hand_on(head)
         return imported, skipped
+
+
+def _asked_otherwise(first: MemoryRow, values: Mapping[str, Any]) -> list[str]:
+    """The fields a save of ``first``'s words sets to something ``first`` does not have.
+
+    A save that says the same words is a repeat only when it asks for nothing else: returning
+    ``first`` for one that sets another keypath, scope or tags would answer 200 for a write
+    that was not made. Tags are a set here, so their order alone is no difference.
+    """
+    def same(name: str, value: Any) -> bool:
+        held = getattr(first, name)
+        return set(value) == set(held) if name == "tags" else bool(value == held)
+
+    return [name for name, value in values.items() if name != "content" and not same(name, value)]
+
+
+def _saved_otherwise(first: MemoryRow, differing: Sequence[str]) -> Conflict:
+    patchable = [name for name in differing if name in PATCHABLE_FIELDS]
+    advice = f"; PATCH /v1/memory/{first.id} to change {', '.join(patchable)}" if patchable else ""
+    return Conflict(
+        f"memory {first.id} already says these words with another {', '.join(differing)}, so this is not a"
+        f" repeat of that save{advice}"
+    )
 
 
 def _repeats(head: MemoryRow, values: Mapping[str, Any], agent: str | None) -> bool:
