@@ -84,7 +84,8 @@ def import_memories(
 ) -> None:
     """Load a JSON-lines export into one owner's memories: all of it or, if any line is bad, nothing.
 
-    Memories already there (same id) are skipped, so an import can be repeated. Agent ids
+    Memories already there (same id) are skipped, so an import can be repeated; a tombstone
+    of one still current there deletes it (the export was taken after a deletion). Agent ids
     that are not agents of the org are left out (the operator imports as no agent).
     """
     with plain_errors(), progress() as bar:

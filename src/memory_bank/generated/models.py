@@ -389,7 +389,10 @@ class Feedback(BaseModel):
 class ImportResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    imported: JsonInt = Field(ge=0, description="Records written.")
+    imported: JsonInt = Field(
+        ge=0,
+        description=("Records written, and tombstones that deleted a memory still current here."),
+    )
     skipped: JsonInt = Field(ge=0, description="Records already present.")
 
 

@@ -10,6 +10,9 @@ unknown memory, no cycle, and one current value per keypath.
 Ids:
 
 * a record whose id the caller already owns is skipped, so an import can be repeated;
+  except a tombstone of a memory still current here: a newer export says it was deleted
+  since, so the import deletes it as ``DELETE`` would (an older export, without the
+  tombstone, never brings a deleted memory back);
 * every other id, whether unknown or held by someone else, becomes an id derived from
   (owner, original id), and the links to it follow. The same rule for both, so an
   import tells nothing about other accounts; derived rather than random, so importing
@@ -31,10 +34,11 @@ import base64
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -52,6 +56,8 @@ from memory_bank.store.search import changes
 from memory_bank.store.search.indexing import EMBEDDER_OPTION, derive
 from memory_bank.store.tables import MemoryRow
 from memory_bank.textsearch.embeddings import Embedder
+
+T = TypeVar("T")
 
 #: Ids per IN (...) probe: well under every backend's bound-parameter limit.
 _CHUNK = 500
@@ -242,6 +248,17 @@ class _Checker:
             root.update((memory_id, top) for memory_id in path)
         return root
 
+    def deletions(self) -> list[Deletion]:
+        """The stored current memories the file holds as tombstones: deleted since they were imported."""
+        return [
+            Deletion(stored, record.fields["deleted_at"])
+            for record in self.by_id.values()
+            if record.fields.get("deleted_at") is not None
+            and (stored := self.stored.get(record.id)) is not None
+            and stored.deleted_at is None
+            and stored.superseded_at is None
+        ]
+
     def check_keypaths(self, heads: list[Record], stored_current: dict[str, MemoryRow], retired: set[str]) -> None:
         """One current value per keypath: the live heads this import writes, and the ones already stored."""
         seen: dict[str, Record] = {}
@@ -258,8 +275,24 @@ class _Checker:
                 self.fail(head, "keypath", f"{keypath} already has a current value, {other.id}")
 
 
-def plan(session: Session, principal: Principal, records: Sequence[Record]) -> list[list[Planned]]:
-    """The records as batches to write, or ``InvalidInput`` naming every line that would break a chain."""
+@dataclass(frozen=True)
+class Deletion:
+    """A stored current memory that a tombstone of the file deletes, at the moment it gives."""
+
+    head: MemoryRow
+    moment: datetime
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What an import writes: the stored memories it deletes, then new rows batch by batch."""
+
+    deletions: list[Deletion]
+    batches: list[list[Planned]]
+
+
+def plan(session: Session, principal: Principal, records: Sequence[Record]) -> Plan:
+    """The records as a :class:`Plan`, or ``InvalidInput`` naming every line that would break a chain."""
     file_ids = {r.id for r in records} | {r.parent for r in records if r.parent}
     candidates = file_ids | {copy_id(principal, memory_id) for memory_id in file_ids}
     stored = _owned_rows(session, principal, candidates)
@@ -272,14 +305,15 @@ def plan(session: Session, principal: Principal, records: Sequence[Record]) -> l
         roots = checker.roots()
     new = checker.new()
     heads = [r for r in new if r.id not in checker.child_of]
+    deletions = checker.deletions()
     if not checker.errors:
         keypaths = {str(h.fields["keypath"]) for h in heads if h.fields.get("keypath")}
-        retired = {r.parent for r in new if r.parent is not None and r.parent in stored}
+        retired = {r.parent for r in new if r.parent is not None and r.parent in stored} | {d.head.id for d in deletions}
         checker.check_keypaths(heads, _current_at_keypaths(session, principal, keypaths), retired)
     if checker.errors:
         checker.errors.sort(key=lambda e: int(e.field.removeprefix("line ")))
         raise invalid_lines(checker.errors)
-    return _batches(new, roots, stored)
+    return Plan(deletions, _batches(new, roots, stored))
 
 
 def _batches(new: list[Record], roots: dict[str, str], stored: dict[str, MemoryRow]) -> list[list[Planned]]:
@@ -395,14 +429,19 @@ def _insert_rows(session: Session, rows: Sequence[dict[str, Any]]) -> dict[str, 
 
 def _retire(session: Session, head_pk: int, moment: datetime) -> None:
     """A stored head that an imported version supersedes is the head no longer, unless a writer beat us to it."""
+    if not _stamp_current(session, head_pk, "superseded_at", moment):
+        raise Raced()
+
+
+def _stamp_current(session: Session, pk: int | None, column: str, moment: datetime) -> bool:
+    """Set ``column`` (superseded_at or deleted_at) on row ``pk`` if it is still current: whether it was."""
     result: sa.CursorResult[Any] = session.execute(  # type: ignore[assignment]
         sa.update(MemoryRow)
-        .where(col(MemoryRow.pk) == head_pk, current())
-        .values(superseded_at=moment, updated_at=moment)
+        .where(col(MemoryRow.pk) == pk, current())
+        .values({column: moment, "updated_at": moment})
         .execution_options(synchronize_session=False)
     )
-    if result.rowcount != 1:
-        raise Raced()
+    return result.rowcount == 1
 
 
 def _restore_content_keys(session: Session, principal: Principal, rows: Sequence[dict[str, Any]]) -> None:
@@ -423,25 +462,39 @@ def _restore_content_keys(session: Session, principal: Principal, rows: Sequence
             taken.add(key)
 
 
+def delete_stored(session: Session, principal: Principal, deletions: Sequence[Deletion]) -> list[MemoryRow]:
+    """Tombstone the stored heads of ``deletions`` that are still current and free their keys, as
+    a delete does; returns those it deleted (a concurrent writer may have changed the others)."""
+    deleted = [d.head for d in deletions if _stamp_current(session, d.head.pk, "deleted_at", d.moment)]
+    release_every_key(session, {head.chain_id for head in deleted})
+    changes.touch(session, principal.org_id, [head.pk for head in deleted])
+    return deleted
+
+
 def run(engine: Engine, principal: Principal, records: Sequence[Record]) -> tuple[int, int, list[MemoryRow]]:
-    """Check the records against the caller's memories, then write them batch by batch:
-    (imported, skipped, the stored heads retired, as ``Written.retired``)."""
+    """Check the records against the caller's memories, then apply its deletions and write the
+    rest batch by batch: (imported, skipped, the stored heads retired or deleted, whose content
+    keys may go on)."""
     with transaction(engine) as session:
-        batches = plan(session, principal, records)
-    imported, retired = 0, []
-    for batch in batches:
-        written = _write_retrying(engine, principal, batch, imported)
+        planned = plan(session, principal, records)
+    retired: list[MemoryRow] = []
+    if planned.deletions:  # first: a new head may take the keypath a deleted one held
+        retired += _retrying(engine, partial(delete_stored, principal=principal, deletions=planned.deletions), 0)
+    imported = len(retired)
+    for batch in planned.batches:
+        rows = new_rows(principal, batch, engine.get_execution_options().get(EMBEDDER_OPTION))
+        written = _retrying(engine, partial(write_batch, principal=principal, batch=batch, rows=rows), imported)
         imported += written.rows
         retired += written.retired
     return imported, len(records) - imported, retired
 
 
-def _write_retrying(engine: Engine, principal: Principal, batch: Sequence[Planned], written: int) -> Written:
-    rows = new_rows(principal, batch, engine.get_execution_options().get(EMBEDDER_OPTION))
+def _retrying(engine: Engine, write: Callable[[Session], T], written: int) -> T:
+    """``write`` in a write transaction of its own, again when a concurrent writer got in first."""
     for _ in range(BATCH_ATTEMPTS):
         try:
             with transaction(engine, write=True) as session:
-                return write_batch(session, principal, batch, rows)
+                return write(session)
         except (Raced, IntegrityError):
             continue
         except DatabaseBusy as busy:  # a deadlock victim was rolled back whole; a lock wait that ran out already waited
