@@ -61,6 +61,7 @@ from fastmcp.server.transforms.search.base import _extract_searchable_text  # no
 from fastmcp.server.transforms.search.bm25 import _BM25Index  # noqa: E402
 from fastmcp.tools.base import Tool  # noqa: E402
 from memory_bank.capabilities.ranking.fields import response_words  # noqa: E402
+from memory_bank.capabilities.registry import exposed  # noqa: E402
 from results import add_results_option, table, write_section  # noqa: E402
 
 DEFAULT_ROOT = ROOT.parent / "shared" / "evals" / "toolalpaca"
@@ -133,11 +134,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     queries = read_queries(args.queries)
     spec_names = sorted({q.spec for q in queries})
     catalog = load_catalog(args.specs_root, spec_names)
+    tools = [c for c in catalog if exposed(c)]  # what FastMCP is given: the tools a client sees
     rankers = {
         "memory-bank": memory_bank_ranker(catalog),
         **({"memory-bank+semantic": memory_bank_ranker(catalog, embedder)} if embedder else {}),
-        "fastmcp/catalog": fastmcp_catalog_ranker(catalog),
-        "fastmcp/openapi": fastmcp_openapi_ranker(args.specs_root, spec_names, {op_key(c) for c in catalog}),
+        "fastmcp/catalog": fastmcp_catalog_ranker(tools),
+        "fastmcp/openapi": fastmcp_openapi_ranker(args.specs_root, spec_names, {op_key(c) for c in tools}),
     }
     graded, deletes = [q for q in queries if q.gold], asks_delete(args.queries)
     rows = {

@@ -28,6 +28,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "evals")]
 
 from capability_search import add_semantic_option, load_catalog, read_queries, report, requested_embedder  # noqa: E402
 from memory_bank.capabilities.ranking.search import CapabilitySearch  # noqa: E402
+from memory_bank.capabilities.registry import exposed  # noqa: E402
 from memory_bank.textsearch.embeddings import Embedder  # noqa: E402
 from results import add_results_option, table, write_section  # noqa: E402
 
@@ -87,7 +88,7 @@ def first_results(queries_path: Path, specs_root: Path, embedder: Embedder | Non
     index = CapabilitySearch(load_catalog(specs_root, sorted({q.spec for q in queries})), embedder=embedder)
     firsts = []
     for query in queries:
-        matches = index.search(query.text, limit=1)
+        matches = index.search(query.text, limit=1, accept=exposed)
         if matches:
             capability = matches[0].capability
             right = capability["source"] == query.spec and f"{capability['method']} {capability['path']}" in query.gold

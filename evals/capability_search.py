@@ -8,9 +8,9 @@ Each line of FILE.jsonl is ``{"id", "spec", "query", "gold": ["METHOD /path", ..
 registry through the server's own path (codegen ``build_catalogs`` with
 ``default_expose=True``, then ``CapabilitySearch``), so operations of all specs
 compete, as they do for an agent. A spec that declares ``x-capability.expose`` (our
-own, ``--specs-root openapi`` with ``"spec": "memory.yaml"``) keeps its flags: only
-what the server exposes is searchable. A result counts when its (spec, method, path) is
-in the query's gold chain.
+own, ``--specs-root openapi`` with ``"spec": "memory.yaml"``) keeps its flags: what it
+does not expose competes in the ranking and never appears in the results, as in the
+server's registry. A result counts when its (spec, method, path) is in the query's gold chain.
 
 Metrics: hit@1 / hit@3 / hit@k (any gold op in the top 1 / 3 / k), final@1 / final@k (the
 chain's last op), MRR of the first gold hit (0 when none in the top ``max(k, 10)``);
@@ -55,6 +55,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "evals")]
 from memory_bank_codegen.catalog_builder import build_catalogs  # noqa: E402
 from memory_bank_codegen.loader import load_spec  # noqa: E402
 from memory_bank.capabilities.ranking.fields import FIELD_WEIGHTS  # noqa: E402
+from memory_bank.capabilities.registry import exposed  # noqa: E402
 from memory_bank.capabilities.ranking.search import CapabilitySearch, Ranking  # noqa: E402
 from memory_bank.textsearch.embeddings import Embedder, load_embedder  # noqa: E402
 from results import add_results_option, table, write_section  # noqa: E402
@@ -120,8 +121,8 @@ def read_queries(path: Path) -> list[Query]:
 
 def load_catalog(specs_root: Path, spec_names: Sequence[str]) -> list[dict[str, Any]]:
     """The operations of the named specs as one registry (the server's code path): all of a
-    vendor spec, the exposed ones of a spec that says which are (``x-capability.expose``)."""
-    return build_catalogs([(name, load_spec(specs_root / name)) for name in spec_names], default_expose=True)
+    vendor spec exposed; a spec that says which are (``x-capability.expose``) keeps its flags."""
+    return build_catalogs([(name, load_spec(specs_root / name)) for name in spec_names], default_expose=True, every=True)
 
 
 def source_name(queries: Path) -> str:
@@ -246,7 +247,7 @@ def cross_validate(
 
 def index_ranker(index: CapabilitySearch) -> Ranker:
     """``index`` as a :data:`Ranker`."""
-    return lambda text, limit: [op_key(m.capability) for m in index.search(text, limit=limit)]
+    return lambda text, limit: [op_key(m.capability) for m in index.search(text, limit=limit, accept=exposed)]
 
 
 def memory_bank_ranker(
@@ -302,7 +303,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_section(args.results, f"{source_name(args.queries)}-cv", f"Capability search, {source_name(args.queries)}: fusion CV", body)
         return 0
     rank, build_ms = memory_bank_ranker(catalog, embedder, ablated(args.ablate))
-    result = {"queries": len(queries), "operations": len(catalog), "semantic": args.semantic, "build_ms": round(build_ms, 2)}
+    operations = sum(1 for c in catalog if exposed(c))
+    result = {"queries": len(queries), "operations": operations, "semantic": args.semantic, "build_ms": round(build_ms, 2)}
     result |= {"ablated": ",".join(args.ablate)} if args.ablate else {}
     result |= evaluate([q for q in queries if q.gold], rank, k=args.k)
     deletes = asks_delete(args.queries)

@@ -18,7 +18,7 @@ from memory_bank.errors import json_pointer
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.generated.spec import SPEC
 
-CATALOG = {c["name"]: c for c in CAPABILITIES}
+CATALOG = {c["name"]: c for c in CAPABILITIES if c["policy"]["expose"]}
 POST = CATALOG["postMemory"]["inputSchema"]
 
 
@@ -199,7 +199,7 @@ def test_json_lines_are_not_taken_for_one_json_value() -> None:
 def test_the_json_lines_operations_are_not_capabilities() -> None:
     """Export and import speak JSON lines and are advertised with ``expose: false``: the execute path never sends
     or receives a JSON-lines body (a tool argument is JSON, and a 32 MiB import is not a tool call)."""
-    names = {capability["name"] for capability in CAPABILITIES}
+    names = {capability["name"] for capability in CAPABILITIES if capability["policy"]["expose"]}
     assert {"exportMemories", "importMemories"}.isdisjoint(names)
     media_types = {
         media

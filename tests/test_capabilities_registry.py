@@ -11,9 +11,11 @@ from memory_bank.generated.catalog import CAPABILITIES
 
 READ = {"memory:read"}.__contains__
 REGISTRY = CapabilityRegistry(CAPABILITIES)
-CATALOG = {c["name"]: c for c in CAPABILITIES}
+#: The operations MCP clients see; the catalog holds the others too (search ranks them).
+EXPOSED = [c for c in CAPABILITIES if c["policy"]["expose"]]
+CATALOG = {c["name"]: c for c in EXPOSED}
 #: What a read-only token may use, counted from the catalog (adding an operation changes it).
-READABLE = sum(1 for c in CAPABILITIES if READ(c["policy"]["permission"]))
+READABLE = sum(1 for c in EXPOSED if READ(c["policy"]["permission"]))
 
 
 def test_required_arguments_are_group_qualified() -> None:
@@ -61,6 +63,39 @@ def test_a_best_fit_the_token_may_call_is_not_called_withheld() -> None:
         assert REGISTRY.search(request_text, allows=READ, limit=3).withheld is None
 
 
+READ_WRITE = {"memory:read", "memory:write"}.__contains__
+NOT_EXPOSED = {c["name"]: c for c in CAPABILITIES if not c["policy"]["expose"]}
+
+
+@pytest.mark.parametrize(
+    ("request_text", "wanted", "allows"),
+    [
+        ("export my memories", "exportMemories", READ_WRITE),
+        ("give me a file of everything you know about me", "exportMemories", READ),
+        ("import these notes from my old assistant's export", "importMemories", READ_WRITE),
+        ("restore my memories from this backup file", "importMemories", READ),
+    ],
+)
+def test_a_request_for_an_operation_mcp_does_not_offer_names_it_and_no_card_for_it(request_text: str, wanted: str, allows) -> None:
+    """Export and import are HTTP only (``expose: false``): they compete in the ranking, so the
+    result says the best fit is not offered and where it is, and no card for them is shown."""
+    result = REGISTRY.search(request_text, allows=allows, limit=5)
+    assert result.withheld is not None
+    assert (result.withheld.name, result.withheld.reason) == (wanted, "not_exposed")
+    assert result.withheld.route == f"{NOT_EXPOSED[wanted]['method']} {NOT_EXPOSED[wanted]['path']}"
+    assert not {card.name for card in result.results} & set(NOT_EXPOSED)
+    assert REGISTRY.get(wanted) is None and wanted not in {c["name"] for c in REGISTRY}
+    text = cards_text(result, REGISTRY.confident_score)
+    assert text.startswith(f"The best fit, {wanted}, is not offered over MCP, only over HTTP at {result.withheld.route}; ")
+
+
+def test_an_operation_not_exposed_never_shows_in_a_listing_or_a_category() -> None:
+    listing = REGISTRY.search("", allows=READ_WRITE)
+    assert listing.results and not {card.name for card in listing.results} & set(NOT_EXPOSED)
+    with pytest.raises(NotFound):  # no exposed operation is in the Transfer category
+        REGISTRY.search("export", allows=READ_WRITE, category="Transfer")
+
+
 def test_a_token_ranks_its_operations_in_the_order_its_whole_api_does() -> None:
     """Leaving out what a token may not call does not reorder what it may."""
     everything = REGISTRY.search("what did I save about my sister's birthday?", allows={"memory:read", "memory:write"}.__contains__, limit=13)
@@ -71,7 +106,7 @@ def test_a_token_ranks_its_operations_in_the_order_its_whole_api_does() -> None:
 
 def test_blank_query_lists_everything_allowed_by_category_ignoring_limit() -> None:
     result = REGISTRY.search("  ", allows=lambda permission: True, limit=1)
-    by_category = sorted(CAPABILITIES, key=lambda c: c["policy"]["category"])  # stable: spec order within one
+    by_category = sorted(EXPOSED, key=lambda c: c["policy"]["category"])  # stable: spec order within one
     assert [card.name for card in result.results] == [c["name"] for c in by_category]
     assert all(card.score is None for card in result.results)
 

@@ -352,7 +352,7 @@ def test_eval_keeps_the_expose_flags_of_a_spec_that_declares_them() -> None:
 
     searchable = {c["name"] for c in load_catalog(ROOT / "openapi", ["memory.yaml"])}
     served = {c["name"] for c in CAPABILITIES if c["source"] == "openapi/memory.yaml"}
-    assert searchable == served  # what the server exposes of that spec, no more
+    assert searchable == served  # what the server ranks of that spec (exposed or not), no more
     need("a vendor spec", TOOLALPACA.is_dir(), f"eval data not found at {TOOLALPACA}")
     assert len(load_catalog(TOOLALPACA, ["specs/real_Fruityvice.json"])) > 0  # undeclared: loaded whole
 

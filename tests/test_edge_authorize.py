@@ -15,7 +15,7 @@ from support.clock import pinned
 from support.mcp_live import live_server
 
 WRITE_ONLY = ("memory:write",)
-WRITE_CAPABILITIES = {c["name"] for c in CAPABILITIES if c["policy"]["permission"] == "memory:write"}
+WRITE_CAPABILITIES = {c["name"] for c in CAPABILITIES if c["policy"]["expose"] and c["policy"]["permission"] == "memory:write"}
 
 
 

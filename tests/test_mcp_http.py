@@ -24,7 +24,7 @@ from memory_bank.settings import McpToolsMode
 from memory_bank.store.tables import AuditEventRow
 from support.mcp_live import LiveServer, live_server, tool_problem
 
-CATALOG = {c["name"]: c for c in CAPABILITIES}
+CATALOG = {c["name"]: c for c in CAPABILITIES if c["policy"]["expose"]}
 META_TOOLS = ("search_capabilities", "execute_capability")
 WRITE_OPERATIONS = {name for name, c in CATALOG.items() if c["policy"]["permission"] != "memory:read"}
 #: What a read/write token (``LiveServer.token``'s default) may call: all but the admin operations.
@@ -94,7 +94,7 @@ async def test_search_options_schema_category_and_listing(server: LiveServer) ->
 async def test_read_only_token_never_sees_write_capabilities(server: LiveServer, query: str) -> None:
     async with server.client(server.token(perms=["memory:read"])) as client:
         found = ok(await client.call_tool("search_capabilities", {"query": query, "limit": 20}))
-    assert found["total"] == len(CAPABILITIES) - len(WRITE_OPERATIONS)
+    assert found["total"] == len(CATALOG) - len(WRITE_OPERATIONS)
     assert not {c["name"] for c in found["results"]} & WRITE_OPERATIONS
     assert all(c["permission"] == "memory:read" for c in found["results"])
 

@@ -275,12 +275,14 @@ def _capability(
     }
 
 
-def build_catalog(spec: dict[str, Any], *, source: str = "", default_expose: bool = False) -> list[Capability]:
+def build_catalog(spec: dict[str, Any], *, source: str = "", default_expose: bool = False, every: bool = False) -> list[Capability]:
     """The exposed capabilities of one spec, in path then method order, names unique.
 
     ``x-capability.expose`` decides; operations without it use ``default_expose``
     (False for our specs: nothing is a tool unless the spec says so; True to load a
     third-party spec whole). A name repeated inside the spec gets ``_2``, ``_3``...
+    ``every`` keeps the operations that are not exposed too (``policy.expose`` false): the
+    registry ranks them beside the rest, so a request for one finds no tool that looks sure.
     """
     refs = RefIndex(spec)
     api = _api_info(spec)
@@ -288,7 +290,7 @@ def build_catalog(spec: dict[str, Any], *, source: str = "", default_expose: boo
     catalog = []
     for op in iter_operations(spec):
         capability = _capability(op, spec, refs, source, default_expose, api)
-        if capability["policy"]["expose"]:
+        if every or capability["policy"]["expose"]:
             capability["name"] = _claim(capability["name"], taken)
             catalog.append(capability)
     return catalog
@@ -302,8 +304,10 @@ def _source_slug(source: str) -> str:
     return _NAME_JUNK.sub("_", name).strip("_") or "spec"
 
 
-def build_catalogs(specs: list[tuple[str, dict[str, Any]]], *, default_expose: bool = False) -> list[Capability]:
-    """Many ``(source, spec)`` pairs in one registry, names unique across all of them.
+def build_catalogs(
+    specs: list[tuple[str, dict[str, Any]]], *, default_expose: bool = False, every: bool = False
+) -> list[Capability]:
+    """Many ``(source, spec)`` pairs in one registry, names unique across all of them (``every``: as in :func:`build_catalog`).
 
     The first spec to use a name keeps it (so adding a spec never renames the tools
     of the ones before it); a later one becomes ``<source slug>__<name>``.
@@ -311,7 +315,7 @@ def build_catalogs(specs: list[tuple[str, dict[str, Any]]], *, default_expose: b
     taken: set[str] = set()
     merged = []
     for source, spec in specs:
-        for capability in build_catalog(spec, source=source, default_expose=default_expose):
+        for capability in build_catalog(spec, source=source, default_expose=default_expose, every=every):
             name = capability["name"]
             capability["name"] = _claim(f"{_source_slug(source)}__{name}" if name in taken else name, taken)
             merged.append(capability)

@@ -119,7 +119,7 @@ def render_package(sources: Sequence[SpecSource]) -> dict[str, str]:
             "CAPABILITIES",
             "tuple[dict[str, Any], ...]",
             "catalog.json",
-            "One capability per exposed operation: what ``search_capabilities`` ranks and MCP lists.",
+            "Every operation; MCP lists those whose ``policy.expose`` is true, search ranks all.",
             reader=("memory_bank.capabilities.catalog", "load_catalog"),
         ),
         "spec.py": render_reader(
@@ -132,7 +132,7 @@ def render_package(sources: Sequence[SpecSource]) -> dict[str, str]:
         python[f"{source.module}_interface.py"] = render_interface(mine, own)
         python[f"{source.module}_routes.py"] = render_routes(mine, own, interface_module=f"{source.module}_interface")
     header = HEADER.format(spec=labels)
-    data = {"catalog.json": render_catalog(build_catalogs(specs), spec), "spec.json": render_json(spec)}
+    data = {"catalog.json": render_catalog(build_catalogs(specs, every=True), spec), "spec.json": render_json(spec)}
     return {name: format_python(header + "\n" + body, name) for name, body in python.items()} | data
 
 

@@ -62,13 +62,8 @@ def cards_text(result: models.CapabilitySearchResult, confident: float) -> str:
     ``confident``: the first score below which the agent should compare several cards.
     No card is said as such: "by category", the header of a listing, would read as if
     the catalog were empty rather than as a request that matched nothing. A best fit the
-    token may not call (``withheld``) is said first."""
-    withheld = result.withheld
-    lead = (
-        f"The best fit, {withheld.name}, needs {withheld.permission}, which this token lacks; none of these does what was asked.\n"
-        if withheld is not None
-        else ""
-    )
+    caller may not call over MCP (``withheld``) is said first."""
+    lead = _withheld_text(result.withheld) + "; none of these does what was asked.\n" if result.withheld else ""
     if not result.results:
         return lead + f"No operation matches (0 of {result.total}); an empty query without a category lists them all."
     ranked = any(c.score is not None for c in result.results)
@@ -80,3 +75,9 @@ def cards_text(result: models.CapabilitySearchResult, confident: float) -> str:
         if card.inputSchema is not None:
             lines.append("  inputSchema: " + json.dumps(card.inputSchema, ensure_ascii=False, separators=(",", ":")))
     return "\n".join(lines)
+
+
+def _withheld_text(withheld: models.CapabilitySearchResultWithheld) -> str:
+    if withheld.reason == "not_exposed":
+        return f"The best fit, {withheld.name}, is not offered over MCP, only over HTTP at {withheld.route}"
+    return f"The best fit, {withheld.name}, needs {withheld.permission}, which this token lacks"

@@ -30,17 +30,28 @@ CONFIDENT_HYBRID = 0.97
 Allows = Callable[[str], bool]
 
 
+def exposed(capability: Capability) -> bool:
+    """Whether the spec offers the operation to MCP clients (``x-capability.expose``)."""
+    return bool(capability["policy"]["expose"])
+
+
 class CapabilityRegistry:
-    """An immutable set of capabilities (names unique, as the catalog guarantees)."""
+    """An immutable set of capabilities (names unique, as the catalog guarantees).
+
+    Only the exposed ones can be listed, named, called or shown as cards; the others (the
+    catalog holds every operation) only compete in the ranking, so that a request for one of
+    them is answered by no card that looks sure, and names it as ``withheld``.
+    """
 
     def __init__(self, capabilities: Sequence[Capability], *, embedder: Embedder | None = None) -> None:
         """``embedder`` (setting ``semantic_capabilities``) makes search the hybrid: each
         capability text is embedded once, at the first search of a set of operations that
         holds it (see ``_index``), and the sets share the vectors; each query at search time."""
-        self._capabilities = list(capabilities)
-        self._by_name = {capability["name"]: capability for capability in self._capabilities}
-        if len(self._by_name) != len(self._capabilities):
+        self._every = list(capabilities)
+        self._capabilities = [c for c in self._every if exposed(c)]
+        if len({c["name"] for c in self._every}) != len(self._every):
             raise ValueError("capability names must be unique")
+        self._by_name = {capability["name"]: capability for capability in self._capabilities}
         self._embedder = embedder
         self._vectors = TextVectors(embedder) if embedder is not None else None
         self._searches: dict[tuple[str, ...], CapabilitySearch] = {}
@@ -93,15 +104,16 @@ class CapabilityRegistry:
 
         Term statistics then come from those APIs alone: another API's operations (the admin
         one's, for an agent's memory token) never shift the order of these. An operation of the
-        same API that the caller may not call still competes, so a read-only token's "save a
-        memory" ranks the reads as the poor matches they are (0.09, where an index of the reads
-        alone gave one 0.34, above ``confident_score``) instead of as a sure one.
+        same API that the caller may not call, or that no MCP client may (not exposed), still
+        competes, so a read-only token's "save a memory" ranks the reads as the poor matches they
+        are (0.09, where an index of the reads alone gave one 0.34, above ``confident_score``)
+        instead of as a sure one, and "export my memories" finds the export, not the search.
         """
         sources = {c["source"] for c in self.allowed(allows)}
-        names = tuple(c["name"] for c in self._capabilities if c["source"] in sources)
+        capabilities = [c for c in self._every if c["source"] in sources]
+        names = tuple(c["name"] for c in capabilities)
         index = self._searches.get(names)
         if index is None:
-            capabilities = [self._by_name[name] for name in names]
             index = self._searches[names] = CapabilitySearch(capabilities, embedder=self._embedder, vectors=self._vectors)
         return index
 
@@ -132,7 +144,7 @@ class CapabilityRegistry:
 
         def accept(capability: Capability) -> bool:
             policy = capability["policy"]
-            return allows(policy["permission"]) and (wanted is None or policy["category"].casefold() == wanted)
+            return exposed(capability) and allows(policy["permission"]) and (wanted is None or policy["category"].casefold() == wanted)
 
         total = len(self.allowed(allows))
         if not query.strip():
@@ -144,7 +156,16 @@ class CapabilityRegistry:
         matches = index.rank(query, scores, limit=limit, accept=accept)
         cards = [card(m.capability, m.score, include_schema=include_schema) for m in matches]
         best = next((m.capability for m in index.rank(query, scores, limit=1)), None)
-        withheld = None
-        if best is not None and not allows(best["policy"]["permission"]):
-            withheld = models.CapabilitySearchResultWithheld(name=best["name"], permission=best["policy"]["permission"])
-        return models.CapabilitySearchResult(total=total, results=cards, withheld=withheld)
+        return models.CapabilitySearchResult(total=total, results=cards, withheld=_withheld(best, allows))
+
+
+def _withheld(best: Capability | None, allows: Allows) -> models.CapabilitySearchResultWithheld | None:
+    """``best`` as the result's ``withheld``, when the caller cannot call it over MCP."""
+    if best is None or (exposed(best) and allows(best["policy"]["permission"])):
+        return None
+    return models.CapabilitySearchResultWithheld(
+        name=best["name"],
+        permission=best["policy"]["permission"],
+        reason="permission" if exposed(best) else "not_exposed",
+        route=f"{best['method']} {best['path']}",
+    )

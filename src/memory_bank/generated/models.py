@@ -427,25 +427,31 @@ class CapabilitySearchResult(BaseModel):
     results: list[CapabilityCard]
     withheld: CapabilitySearchResultWithheld | None = Field(
         description=(
-            "The operation that fits the request best, when this token "
-            "may not call it (the results leave it out, so none of them "
-            "is what was asked for): do it with a token that has its "
-            "permission. Null when the best fit is one this token may "
-            "call, or nothing was asked."
+            "The operation that fits the request best, when this caller "
+            "may not call it over MCP (the results leave it out, so none "
+            "of them is what was asked for). `reason` says why: "
+            "`permission`, this token lacks `permission` (do it with a "
+            "token that has it); `not_exposed`, the API offers it over "
+            "HTTP only, at `route`. Null when the best fit is one this "
+            "caller may call, or nothing was asked."
         )
     )
 
 
 class CapabilitySearchResultWithheld(BaseModel):
-    """The operation that fits the request best, when this token may not call it (the results leave
-    it out, so none of them is what was asked for): do it with a token that has its permission. Null
-    when the best fit is one this token may call, or nothing was asked.
+    """The operation that fits the request best, when this caller may not call it over MCP (the
+    results leave it out, so none of them is what was asked for). `reason` says why: `permission`,
+    this token lacks `permission` (do it with a token that has it); `not_exposed`, the API offers it
+    over HTTP only, at `route`. Null when the best fit is one this caller may call, or nothing was
+    asked.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     name: str
     permission: str
+    reason: Literal["permission", "not_exposed"]
+    route: str = Field(description="Its HTTP method and path, e.g. `GET /v1/memory/export`.")
 
 
 class FieldError(BaseModel):

@@ -86,7 +86,7 @@ def search_tool(registry: CapabilityRegistry) -> types.Tool:
             "and its required arguments (e.g. body.content), plus `total`, how many operations your token "
             f"may use. A first score below {registry.confident_score} is often a wrong guess: then compare "
             "several cards before choosing. Only operations your token allows are shown; when the best fit is one "
-            "it does not, `withheld` names it and the permission it needs. An empty query lists them all by "
+            "it does not, or one offered over HTTP only, `withheld` names it, why and its route. An empty query lists them all by "
             "category. Set include_schema to get each card's full input schema, then call execute_capability."
         ),
         input_schema=_search_input(registry),
