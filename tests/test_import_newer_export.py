@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memory_bank.store import importer
 from memory_bank.store.columns import new_id
 
 
@@ -115,3 +116,40 @@ def test_importing_each_newer_export_keeps_a_copy_equal_to_its_source(
     assert imported(copy, lines)["imported"] == 0  # a repeat of the newer export writes nothing
     exported = [json.loads(line) for line in export(copy).splitlines()]
     assert all(r["deleted_at"] is None or r["superseded_at"] is None for r in exported)
+
+
+def test_a_file_that_deletes_a_memory_and_supersedes_it_writes_nothing(make_client: Callable[..., TestClient]) -> None:
+    ann, gus = make_client("acme", "ann"), make_client("globex", "gus")
+    ann.post("/v1/memory", json={"content": "the gate code is 4471", "keypath": "user.gate"})
+    imported(gus, export(ann))
+    [copy] = [json.loads(line) for line in export(gus).splitlines()]
+    tombstone = copy | {"deleted_at": "2026-01-01T00:00:00Z"}
+    successor = copy | {"id": new_id(), "supersedes_id": copy["id"], "version": 2, "content": "the gate code is 9999"}
+    refused = gus.post("/v1/memory/import", content="".join(json.dumps(r) + "\n" for r in (tombstone, successor)))
+    assert refused.status_code == 422, refused.text
+    assert [e["field"] for e in refused.json()["errors"]] == ["/body/line/2"]
+    assert state(gus) == [("the gate code is 4471", (), "user.gate")]  # nothing deleted
+
+
+def test_a_tombstone_line_that_is_not_the_stored_version_deletes_nothing(make_client: Callable[..., TestClient]) -> None:
+    ann = make_client("acme", "ann")
+    memory = ann.post("/v1/memory", json={"content": "call the plumber on Monday"}).json()
+    [line] = [json.loads(line) for line in export(ann).splitlines()]
+    for other in ({"version": 7}, {"content": "something else"}, {"supersedes_id": new_id()}):
+        forged = line | other | {"deleted_at": "2026-01-01T00:00:00Z"}
+        assert imported(ann, json.dumps(forged) + "\n") == {"imported": 0, "skipped": 1}
+    assert ann.get(f"/v1/memory/{memory['id']}").status_code == 200
+
+
+def test_deletions_are_written_in_batches(make_client: Callable[..., TestClient], monkeypatch) -> None:
+    """A newer export may delete thousands: each batch is its own transaction (one change record
+    each, and the write lock let go between them), as inserts are."""
+    monkeypatch.setattr(importer, "BATCH_ROWS", 3)
+    ann, gus = make_client("acme", "ann"), make_client("globex", "gus")
+    saved = [ann.post("/v1/memory", json={"content": f"fact number {i}"}).json() for i in range(10)]
+    imported(gus, export(ann))
+    for memory in saved[:8]:
+        ann.delete(f"/v1/memory/{memory['id']}")
+    assert imported(gus, export(ann)) == {"imported": 8, "skipped": 2}
+    assert state(gus) == state(ann) == [("fact number 8", (), ""), ("fact number 9", (), "")]
+    assert gus.post("/v1/memory", json={"content": "fact number 3"}).status_code == 201

@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memory_bank.store.agents import AgentStore
 from memory_bank.store.columns import new_id
 
 #: Values a save may set beside its words, few enough that two draws often agree.
@@ -53,7 +54,7 @@ def test_a_save_of_the_same_words_repeats_only_what_was_asked(
         assert again.status_code == 409, again.text
         problem = again.json()
         assert problem["code"] == "conflict"
-        assert saved.json()["id"] in problem["detail"]
+        assert saved.json()["id"] in problem["detail"]  # the memory these words were saved as
         assert all(name in problem["detail"] for name in differing)
     else:
         assert again.status_code == 200, again.text
@@ -74,3 +75,28 @@ def test_the_conflict_says_how_to_change_what_a_patch_can(make_client: Callable[
     patched = client.patch(f"/v1/memory/{saved['id']}", json={"tags": ["food"]})
     assert patched.status_code == 200, patched.text
     assert client.post("/v1/memory", json={"content": "tea, no sugar", "tags": ["food"]}).status_code == 200
+
+
+def test_a_key_replayed_for_another_agent_is_not_a_repeat(app, make_client: Callable[..., TestClient]) -> None:
+    """An agent-less token names the agent in the body; the same key and words for another agent
+    is another save, so it is refused, not answered with the first agent's memory."""
+    agents = AgentStore(app.state.engine)
+    first, second = agents.create("acme", "laptop"), agents.create("acme", "phone")
+    client = make_client("acme", "ann", agent=None)
+    key = {"Idempotency-Key": "k-agent"}
+    saved = client.post("/v1/memory", json={"content": "agent x", "agent_id": first.id}, headers=key)
+    assert saved.status_code == 201, saved.text
+    again = client.post("/v1/memory", json={"content": "agent x", "agent_id": second.id}, headers=key)
+    assert again.status_code == 409 and "agent_id" in again.json()["detail"]
+    assert client.post("/v1/memory", json={"content": "agent x", "agent_id": first.id}, headers=key).status_code == 200
+
+
+def test_a_key_replayed_after_a_patch_is_told_the_current_version(make_client: Callable[..., TestClient]) -> None:
+    client = make_client("acme", "ann")
+    key = {"Idempotency-Key": "k-patched"}
+    first = client.post("/v1/memory", json={"content": "tea", "tags": ["a"]}, headers=key).json()
+    head = client.patch(f"/v1/memory/{first['id']}", json={"tags": ["b"]}).json()
+    again = client.post("/v1/memory", json={"content": "tea", "tags": ["b"]}, headers=key)
+    assert again.status_code == 409  # the save the key names asked for ["a"]
+    assert f"PATCH /v1/memory/{head['id']} to change tags" in again.json()["detail"]
+    assert client.post("/v1/memory", json={"content": "tea", "tags": ["a"]}, headers=key).json()["id"] == first["id"]

@@ -144,12 +144,21 @@ class MemoryStore:
             if first is not None:
                 if first.content_hash != digest:
                     raise Conflict("this Idempotency-Key was already used for different content")
-                differing = _asked_otherwise(first, values)
+                differing = _asked_otherwise(first, values) + (["agent_id"] if agent != first.agent_id else [])
                 if differing:
-                    raise _saved_otherwise(first, differing)
+                    with transaction(self._engine) as session:
+                        head = self._head_of(session, first)
+                    raise _saved_otherwise(head, differing)
                 return first, False
             # What refused it was deleted (its keys released) or moved on since: save again.
         raise ConcurrentChange()
+
+    def _head_of(self, session: Session, version: MemoryRow) -> MemoryRow:
+        """The current version of ``version``'s chain (a header key stays on the version its save made)."""
+        if version.superseded_at is None:
+            return version
+        head = session.scalars(sa.select(MemoryRow).where(col(MemoryRow.chain_id) == version.chain_id, current())).first()
+        return head or version
 
     def _current_at(self, session: Session, principal: Principal, keypath: str, *, lock: bool = False) -> MemoryRow | None:
         """The caller's own current value at ``keypath``, if any; ``lock`` (a PUT about to
@@ -484,8 +493,11 @@ class MemoryStore:
         (imported, skipped). A stored head an imported version changed or deleted lets its
         content key go on, as a patch or a delete does (``_hand_on``)."""
         imported, skipped, retired = importer.run(self._engine, principal, records)
+        with transaction(self._engine) as session:
+            heirs = importer.words_with_heirs(session, principal, retired)
         for head in retired:
-            self._hand_on(head)
+            if (head.agent_id, head.content_hash) in heirs:
+                self._hand_on(head)
         return imported, skipped
 
 
@@ -503,11 +515,13 @@ def _asked_otherwise(first: MemoryRow, values: Mapping[str, Any]) -> list[str]:
     return [name for name, value in values.items() if name != "content" and not same(name, value)]
 
 
-def _saved_otherwise(first: MemoryRow, differing: Sequence[str]) -> Conflict:
+def _saved_otherwise(head: MemoryRow, differing: Sequence[str]) -> Conflict:
+    """The 409 for a save that repeats an earlier one's words or key but not its fields; ``head``
+    is that memory's current version, the one a PATCH changes."""
     patchable = [name for name in differing if name in PATCHABLE_FIELDS]
-    advice = f"; PATCH /v1/memory/{first.id} to change {', '.join(patchable)}" if patchable else ""
+    advice = f"; PATCH /v1/memory/{head.id} to change {', '.join(patchable)}" if patchable else ""
     return Conflict(
-        f"memory {first.id} already says these words with another {', '.join(differing)}, so this is not a"
+        f"these words were saved as memory {head.id} with another {', '.join(differing)}, so this is not a"
         f" repeat of that save{advice}"
     )
 
