@@ -243,6 +243,15 @@ def test_capability_page_lists_by_category_and_finds_get_memory_search(page: Pag
     screenshot(page, "capabilities.png")
 
 
+def test_capability_page_says_where_an_http_only_best_fit_is(page: Page, site: Site) -> None:
+    page.goto("/capabilities")
+    page.locator("#token").fill(site.token)
+    page.get_by_role("button", name="Use token").click()
+    page.locator("#query").fill("export my memories")
+    expect(page.locator("#status")).to_contain_text("The best fit, exportMemories, is HTTP only: GET /v1/memory/export")
+    expect(page.locator('ol.ranked li.card[data-name="exportMemories"]')).to_have_count(0)
+
+
 def test_capability_page_says_why_a_bad_token_is_refused(page: Page) -> None:
     page.goto("/capabilities")
     page.locator("#token").fill("mb_not-a-real-token")

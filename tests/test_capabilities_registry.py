@@ -86,7 +86,28 @@ def test_a_request_for_an_operation_mcp_does_not_offer_names_it_and_no_card_for_
     assert not {card.name for card in result.results} & set(NOT_EXPOSED)
     assert REGISTRY.get(wanted) is None and wanted not in {c["name"] for c in REGISTRY}
     text = cards_text(result, REGISTRY.confident_score)
-    assert text.startswith(f"The best fit, {wanted}, is not offered over MCP, only over HTTP at {result.withheld.route}; ")
+    permission = NOT_EXPOSED[wanted]["policy"]["permission"]
+    assert text.startswith(f"The best fit, {wanted}, is not offered over MCP, only over HTTP at {result.withheld.route} (with {permission}); ")
+
+
+@pytest.mark.parametrize("request_text", ["which operations can I call", "search capabilities", "revoke a token", "rotate a token"])
+def test_an_operation_not_exposed_without_examples_is_never_named(request_text: str) -> None:
+    """The operation behind search_capabilities itself, and the admin API's, have no examples: they do
+    not compete, so search never names itself as HTTP only nor hints at another API."""
+    for allows in (READ, READ_WRITE):
+        withheld = REGISTRY.search(request_text, allows=allows, limit=5).withheld
+        assert withheld is None or (withheld.reason, withheld.name in NOT_EXPOSED) == ("permission", False)
+
+
+def test_withheld_keeps_to_the_category_asked_for() -> None:
+    assert REGISTRY.search("export my memories", allows=READ_WRITE, category="Memory").withheld is None
+
+
+def test_the_text_of_a_withheld_best_fit_with_no_cards_says_no_other_matches() -> None:
+    result = REGISTRY.search("importmemories", allows=READ_WRITE, limit=5)
+    if result.results:  # some card matched too: the other wording applies
+        pytest.skip("not the no-card case for this catalog")
+    assert cards_text(result, REGISTRY.confident_score).split(".\n")[1].startswith("No other operation matches")
 
 
 def test_an_operation_not_exposed_never_shows_in_a_listing_or_a_category() -> None:

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from memory_bank.app import create_app
 from memory_bank.capabilities.ranking.search import CapabilitySearch, Ranking
-from memory_bank.capabilities.registry import CapabilityRegistry
+from memory_bank.capabilities.registry import CapabilityRegistry, competes
 from memory_bank.capabilities.ranking.semantic import SemanticIndex, capability_texts
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.settings import Settings
@@ -35,7 +35,7 @@ def test_the_served_search_capabilities_ranks_with_the_hybrid(database_url: str)
     assert embedder is not None
     callable_ = {*GRANTED, "token:any"}
     sources = {c["source"] for c in CAPABILITIES if c["policy"]["expose"] and c["policy"]["permission"] in callable_}
-    reached = [c for c in CAPABILITIES if c["source"] in sources]  # what the registry ranks, exposed or not
+    reached = [c for c in CAPABILITIES if c["source"] in sources and competes(c)]  # what the registry ranks
     hybrid, lexical = _ranked(CapabilitySearch(reached, embedder=embedder)), _ranked(CapabilitySearch(reached))
     assert hybrid != lexical  # the fused scores are not the lexical ones, so the comparison below can fail
     app = create_app(Settings(database_url=database_url, semantic_capabilities=True))
@@ -123,7 +123,7 @@ def test_each_capability_text_is_embedded_once_whatever_the_permission_sets() ->
     def reached(allows: Any) -> list[Any]:
         """Every operation of the APIs the caller may use some of."""
         sources = {c["source"] for c in registry.allowed(allows)}
-        return [c for c in CAPABILITIES if c["source"] in sources]
+        return [c for c in CAPABILITIES if c["source"] in sources and competes(c)]
 
     registry = CapabilityRegistry(CAPABILITIES, embedder=embed)
     sets = [{"memory:read"}, {"memory:read", "memory:write"}, {"memory:admin"}, {"memory:write"}]

@@ -63,9 +63,11 @@ def cards_text(result: models.CapabilitySearchResult, confident: float) -> str:
     No card is said as such: "by category", the header of a listing, would read as if
     the catalog were empty rather than as a request that matched nothing. A best fit the
     caller may not call over MCP (``withheld``) is said first."""
-    lead = _withheld_text(result.withheld) + "; none of these does what was asked.\n" if result.withheld else ""
+    withheld = _withheld_text(result.withheld) if result.withheld else ""
     if not result.results:
-        return lead + f"No operation matches (0 of {result.total}); an empty query without a category lists them all."
+        other = "No other operation" if withheld else "No operation"
+        return withheld + (".\n" if withheld else "") + f"{other} matches (0 of {result.total}); an empty query without a category lists them all."
+    lead = withheld + "; none of these does what was asked.\n" if withheld else ""
     ranked = any(c.score is not None for c in result.results)
     order = f"best first; under {confident} compare several" if ranked else "by category"
     lines = [lead + f"{len(result.results)} of {result.total} operations, {order}:"]
@@ -79,5 +81,5 @@ def cards_text(result: models.CapabilitySearchResult, confident: float) -> str:
 
 def _withheld_text(withheld: models.CapabilitySearchResultWithheld) -> str:
     if withheld.reason == "not_exposed":
-        return f"The best fit, {withheld.name}, is not offered over MCP, only over HTTP at {withheld.route}"
+        return f"The best fit, {withheld.name}, is not offered over MCP, only over HTTP at {withheld.route} (with {withheld.permission})"
     return f"The best fit, {withheld.name}, needs {withheld.permission}, which this token lacks"

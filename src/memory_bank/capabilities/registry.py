@@ -35,12 +35,21 @@ def exposed(capability: Capability) -> bool:
     return bool(capability["policy"]["expose"])
 
 
+def competes(capability: Capability) -> bool:
+    """Whether search ranks the operation: every exposed one, and one that is not exposed when its
+    spec gives examples of requests for it, so that such a request is recognised and answered as
+    ``withheld`` rather than by a card that looks sure. Without examples it is left out: the
+    operation behind ``search_capabilities`` itself, say, would name itself as HTTP only."""
+    return exposed(capability) or bool(capability.get("examples"))
+
+
 class CapabilityRegistry:
     """An immutable set of capabilities (names unique, as the catalog guarantees).
 
-    Only the exposed ones can be listed, named, called or shown as cards; the others (the
-    catalog holds every operation) only compete in the ranking, so that a request for one of
-    them is answered by no card that looks sure, and names it as ``withheld``.
+    Only the exposed ones can be listed, named, called or shown as cards; of the others (the
+    catalog holds every operation) those with examples compete in the ranking (:func:`competes`),
+    so that a request for one of them is answered by no card that looks sure, and names it as
+    ``withheld``.
     """
 
     def __init__(self, capabilities: Sequence[Capability], *, embedder: Embedder | None = None) -> None:
@@ -104,13 +113,13 @@ class CapabilityRegistry:
 
         Term statistics then come from those APIs alone: another API's operations (the admin
         one's, for an agent's memory token) never shift the order of these. An operation of the
-        same API that the caller may not call, or that no MCP client may (not exposed), still
-        competes, so a read-only token's "save a memory" ranks the reads as the poor matches they
+        same API that the caller may not call, or that no MCP client may (not exposed, with
+        examples), still competes, so a read-only token's "save a memory" ranks the reads as the poor matches they
         are (0.09, where an index of the reads alone gave one 0.34, above ``confident_score``)
         instead of as a sure one, and "export my memories" finds the export, not the search.
         """
         sources = {c["source"] for c in self.allowed(allows)}
-        capabilities = [c for c in self._every if c["source"] in sources]
+        capabilities = [c for c in self._every if c["source"] in sources and competes(c)]
         names = tuple(c["name"] for c in capabilities)
         index = self._searches.get(names)
         if index is None:
@@ -155,7 +164,8 @@ class CapabilityRegistry:
         scores = index.scores(query)
         matches = index.rank(query, scores, limit=limit, accept=accept)
         cards = [card(m.capability, m.score, include_schema=include_schema) for m in matches]
-        best = next((m.capability for m in index.rank(query, scores, limit=1)), None)
+        in_category = None if wanted is None else (lambda c: c["policy"]["category"].casefold() == wanted)
+        best = next((m.capability for m in index.rank(query, scores, limit=1, accept=in_category)), None)
         return models.CapabilitySearchResult(total=total, results=cards, withheld=_withheld(best, allows))
 
 

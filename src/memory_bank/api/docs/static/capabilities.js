@@ -86,6 +86,15 @@
     results.append(list);
   }
 
+  // The best fit that the cards leave out, and why: as the MCP text says it.
+  function withheldNote(withheld) {
+    if (!withheld) return "";
+    const why = withheld.reason === "not_exposed"
+      ? " is HTTP only: " + withheld.route + " (with " + withheld.permission + ")"
+      : " needs " + withheld.permission + ", which this token lacks";
+    return ". The best fit, " + withheld.name + "," + why + "; none of these does it.";
+  }
+
   async function search() {
     const token = sessionStorage.getItem(TOKEN_KEY);
     results.replaceChildren();
@@ -115,7 +124,7 @@
       return;
     }
     say(query
-      ? body.results.length + " best match(es) for \u201c" + query + "\u201d among " + body.total + " operation(s)"
+      ? body.results.length + " best match(es) for \u201c" + query + "\u201d among " + body.total + " operation(s)" + withheldNote(body.withheld)
       : body.total + " operation(s) this token may call, by category");
     (query ? renderRanked : renderByCategory)(body.results);
   }
