@@ -9,8 +9,8 @@ registry through the server's own path (codegen ``build_catalogs`` with
 ``default_expose=True``, then ``CapabilitySearch``), so operations of all specs
 compete, as they do for an agent. A spec that declares ``x-capability.expose`` (our
 own, ``--specs-root openapi`` with ``"spec": "memory.yaml"``) keeps its flags: what it
-does not expose competes in the ranking and never appears in the results, as in the
-server's registry. A result counts when its (spec, method, path) is in the query's gold chain.
+does not expose but gives examples for competes in the ranking and never appears in the
+results, as in the server's registry (``registry.competes``). A result counts when its (spec, method, path) is in the query's gold chain.
 
 Metrics: hit@1 / hit@3 / hit@k (any gold op in the top 1 / 3 / k), final@1 / final@k (the
 chain's last op), MRR of the first gold hit (0 when none in the top ``max(k, 10)``);
@@ -55,7 +55,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "evals")]
 from memory_bank_codegen.catalog_builder import build_catalogs  # noqa: E402
 from memory_bank_codegen.loader import load_spec  # noqa: E402
 from memory_bank.capabilities.ranking.fields import FIELD_WEIGHTS  # noqa: E402
-from memory_bank.capabilities.registry import exposed  # noqa: E402
+from memory_bank.capabilities.registry import competes, exposed  # noqa: E402
 from memory_bank.capabilities.ranking.search import CapabilitySearch, Ranking  # noqa: E402
 from memory_bank.textsearch.embeddings import Embedder, load_embedder  # noqa: E402
 from results import add_results_option, table, write_section  # noqa: E402
@@ -121,8 +121,10 @@ def read_queries(path: Path) -> list[Query]:
 
 def load_catalog(specs_root: Path, spec_names: Sequence[str]) -> list[dict[str, Any]]:
     """The operations of the named specs as one registry (the server's code path): all of a
-    vendor spec exposed; a spec that says which are (``x-capability.expose``) keeps its flags."""
-    return build_catalogs([(name, load_spec(specs_root / name)) for name in spec_names], default_expose=True, every=True)
+    vendor spec exposed; a spec that says which are (``x-capability.expose``) keeps its flags,
+    and of what it does not expose, what the registry ranks (``registry.competes``)."""
+    every = build_catalogs([(name, load_spec(specs_root / name)) for name in spec_names], default_expose=True, every=True)
+    return [c for c in every if competes(c)]
 
 
 def source_name(queries: Path) -> str:

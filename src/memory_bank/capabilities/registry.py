@@ -23,8 +23,8 @@ Capability = Mapping[str, Any]
 #: several cards, per ranker: the lexical score is the share of the request a capability
 #: covers, the hybrid's is relative to the query's best, so their scales differ. Chosen by
 #: leave-one-source-out (``evals/capability_scores.py``, docs/decisions/0016, 0039, 0041, 0046 and 0047).
-CONFIDENT_LEXICAL = 0.13
-CONFIDENT_HYBRID = 0.91
+CONFIDENT_LEXICAL = 0.11
+CONFIDENT_HYBRID = 0.93
 
 #: ``allows(permission)``: whether the caller may use an operation needing it.
 Allows = Callable[[str], bool]
