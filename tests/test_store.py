@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from memory_bank.errors import DomainError, ErrorCode
+from memory_bank.errors import Conflict, DomainError, ErrorCode
 from memory_bank.generated.spec import SPEC
 from memory_bank.store import MemoryFilter, MemoryStore
 from memory_bank.store.columns import new_id
@@ -38,8 +38,10 @@ def test_create_applies_defaults_and_starts_a_chain(store: MemoryStore, ann) -> 
 
 def test_same_content_is_one_record(store: MemoryStore, ann) -> None:
     first, _ = store.create(ann, {"content": "Deploys go through Daytona"})
-    again, created = store.create(ann, {"content": "  Deploys go through Daytona\n", "tags": ["x"]})
+    again, created = store.create(ann, {"content": "  Deploys go through Daytona\n"})
     assert not created and again.id == first.id
+    with pytest.raises(Conflict, match=f"saved as memory {first.id} with another tags"):  # not a repeat: it asks for more
+        store.create(ann, {"content": "Deploys go through Daytona", "tags": ["x"]})
 
 
 def test_agent_is_part_of_the_content_key(store: MemoryStore, make_principal) -> None:
