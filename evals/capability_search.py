@@ -10,7 +10,8 @@ registry through the server's own path (codegen ``build_catalogs`` with
 compete, as they do for an agent. A spec that declares ``x-capability.expose`` (our
 own, ``--specs-root openapi`` with ``"spec": "memory.yaml"``) keeps its flags: what it
 does not expose but gives examples for competes in the ranking and never appears in the
-results, as in the server's registry (``registry.competes``). A result counts when its (spec, method, path) is in the query's gold chain.
+results, as in the server's registry (``registry.competes``). A result counts when its
+(spec, method, path) is in the query's gold chain.
 
 Metrics: hit@1 / hit@3 / hit@k (any gold op in the top 1 / 3 / k), final@1 / final@k (the
 chain's last op), MRR of the first gold hit (0 when none in the top ``max(k, 10)``);

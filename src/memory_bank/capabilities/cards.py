@@ -63,11 +63,11 @@ def cards_text(result: models.CapabilitySearchResult, confident: float) -> str:
     No card is said as such: "by category", the header of a listing, would read as if
     the catalog were empty rather than as a request that matched nothing. A best fit the
     caller may not call over MCP (``withheld``) is said first."""
-    withheld = _withheld_text(result.withheld) if result.withheld else ""
+    said = _withheld_text(result.withheld) if result.withheld else None
     if not result.results:
-        other = "No other operation" if withheld else "No operation"
-        return withheld + (".\n" if withheld else "") + f"{other} matches (0 of {result.total}); an empty query without a category lists them all."
-    lead = withheld + "; none of these does what was asked.\n" if withheld else ""
+        found = f"matches (0 of {result.total}); an empty query without a category lists them all."
+        return f"{said}.\nNo other operation {found}" if said else f"No operation {found}"
+    lead = f"{said}; none of these does what was asked.\n" if said else ""
     ranked = any(c.score is not None for c in result.results)
     order = f"best first; under {confident} compare several" if ranked else "by category"
     lines = [lead + f"{len(result.results)} of {result.total} operations, {order}:"]

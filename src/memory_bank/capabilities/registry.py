@@ -114,9 +114,10 @@ class CapabilityRegistry:
         Term statistics then come from those APIs alone: another API's operations (the admin
         one's, for an agent's memory token) never shift the order of these. An operation of the
         same API that the caller may not call, or that no MCP client may (not exposed, with
-        examples), still competes, so a read-only token's "save a memory" ranks the reads as the poor matches they
-        are (0.09, where an index of the reads alone gave one 0.34, above ``confident_score``)
-        instead of as a sure one, and "export my memories" finds the export, not the search.
+        examples), still competes, so a read-only token's "save a memory" ranks the reads as the
+        poor matches they are (0.09, where an index of the reads alone gave one 0.34, above
+        ``confident_score``) instead of as a sure one, and "export my memories" finds the export,
+        not the search.
         """
         sources = {c["source"] for c in self.allowed(allows)}
         capabilities = [c for c in self._every if c["source"] in sources and competes(c)]

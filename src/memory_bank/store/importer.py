@@ -463,12 +463,13 @@ def _insert_rows(session: Session, rows: Sequence[dict[str, Any]]) -> dict[str, 
 
 def _retire(session: Session, head_pk: int, moment: datetime) -> None:
     """A stored head that an imported version supersedes is the head no longer, unless a writer beat us to it."""
-    if not _stamp_current(session, head_pk, "superseded_at", moment):
+    if not stamp_if_current(session, head_pk, "superseded_at", moment):
         raise Raced()
 
 
-def _stamp_current(session: Session, pk: int | None, column: str, moment: datetime) -> bool:
-    """Set ``column`` (superseded_at or deleted_at) on row ``pk`` if it is still current: whether it was."""
+def stamp_if_current(session: Session, pk: int | None, column: str, moment: datetime) -> bool:
+    """Set ``column`` (superseded_at or deleted_at) on row ``pk`` if it is still current: whether it
+    was (a racing writer may have stamped it first). Saves, changes and deletes use it too."""
     result: sa.CursorResult[Any] = session.execute(  # type: ignore[assignment]
         sa.update(MemoryRow)
         .where(col(MemoryRow.pk) == pk, current())
@@ -499,7 +500,7 @@ def _restore_content_keys(session: Session, principal: Principal, rows: Sequence
 def delete_stored(session: Session, principal: Principal, deletions: Sequence[Deletion]) -> list[MemoryRow]:
     """Tombstone the stored heads of ``deletions`` that are still current and free their keys, as
     a delete does; returns those it deleted (a concurrent writer may have changed the others)."""
-    deleted = [d.head for d in deletions if _stamp_current(session, d.head.pk, "deleted_at", d.moment)]
+    deleted = [d.head for d in deletions if stamp_if_current(session, d.head.pk, "deleted_at", d.moment)]
     release_every_key(session, {head.chain_id for head in deleted})
     changes.touch(session, principal.org_id, [head.pk for head in deleted])
     return deleted

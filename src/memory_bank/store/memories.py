@@ -155,10 +155,7 @@ class MemoryStore:
 
     def _head_of(self, session: Session, version: MemoryRow) -> MemoryRow:
         """The current version of ``version``'s chain (a header key stays on the version its save made)."""
-        if version.superseded_at is None:
-            return version
-        head = session.scalars(sa.select(MemoryRow).where(col(MemoryRow.chain_id) == version.chain_id, current())).first()
-        return head or version
+        return version if version.superseded_at is None else (_chain_head(session, version) or version)
 
     def _current_at(self, session: Session, principal: Principal, keypath: str, *, lock: bool = False) -> MemoryRow | None:
         """The caller's own current value at ``keypath``, if any; ``lock`` (a PUT about to
@@ -319,13 +316,7 @@ class MemoryStore:
 
     def _stamp(self, session: Session, head: MemoryRow, column: str, moment: datetime) -> None:
         """Set ``column`` (superseded_at or deleted_at) on the chain head, unless a racing writer did first."""
-        result: sa.CursorResult[Any] = session.execute(  # type: ignore[assignment]
-            sa.update(MemoryRow)
-            .where(col(MemoryRow.pk) == head.pk, current())
-            .values({column: moment, "updated_at": moment})
-            .execution_options(synchronize_session=False)
-        )
-        if result.rowcount != 1:
+        if not importer.stamp_if_current(session, head.pk, column, moment):
             raise ConcurrentChange()
         changes.touch(session, head.org_id, [head.pk])
 
@@ -552,10 +543,15 @@ def _take_key(session: Session, pk: int | None, key: str, *, if_current: bool = 
     return result.rowcount == 1
 
 
+def _chain_head(session: Session, version: MemoryRow) -> MemoryRow | None:
+    """The current version of ``version``'s chain; None once the chain is deleted."""
+    return session.scalars(sa.select(MemoryRow).where(col(MemoryRow.chain_id) == version.chain_id, current())).first()
+
+
 def _superseded(session: Session, version: MemoryRow, verb: str) -> Conflict:
     """409 for a write to a superseded version, naming the current one: an agent holding the id
     it saved, from before a change, can then act on the memory without a search."""
-    head = session.scalars(sa.select(MemoryRow).where(col(MemoryRow.chain_id) == version.chain_id, current())).first()
+    head = _chain_head(session, version)
     if head is None:  # superseded by a racing writer that then deleted the chain
         return Conflict(f"this version was superseded; {verb} the current version instead")
     return Conflict(f"this version was superseded by {head.id} (version {head.version}); {verb} that one instead")
