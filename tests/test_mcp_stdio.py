@@ -7,13 +7,14 @@ import os
 import subprocess
 import threading
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp_types import jsonrpc_message_adapter
 from pydantic import ValidationError
 
-from memory_bank.mcp.envelope import BATCH, NOT_A_MESSAGE, NOT_JSON, EnvelopeError, check_envelope, classify
+from memory_bank.mcp.envelope import BAD_ID, BATCH, NOT_A_MESSAGE, NOT_JSON, REPEATED_KEY, EnvelopeError, check_envelope, classify
 from memory_bank.settings import Settings
 from memory_bank.store.database import open_database
 from memory_bank.store.tokens import TokenStore
@@ -50,17 +51,16 @@ def test_stdio_refuses_with_a_clear_error(stdio_env: dict[str, str], change: dic
     assert done.stdout == ""
 
 
-def test_a_line_that_is_not_one_message_is_answered_not_dropped(stdio_env: dict[str, str]) -> None:
-    """Each bad line gets the JSON-RPC error HTTP gives it; the session goes on."""
-    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-    lines = [
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        [{"jsonrpc": "2.0", "id": 1, "method": "ping"}],
-        {"jsonrpc": "1.0", "id": 2, "method": "ping"},
-        "{not json",
-        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
-    ]
+HELLO = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+OPENING = [
+    {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": HELLO},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+]
+
+
+def converse(stdio_env: dict[str, str], lines: list[object], answers: int) -> list[Any]:
+    """The first ``answers`` lines ``memory-bank mcp`` writes for ``lines`` (a string is sent as it is);
+    ``None`` for each one that has not come within a minute."""
     stdin = "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
     env = {**os.environ, **stdio_env}
     process = subprocess.Popen([MEMORY_BANK, "mcp"], env=env, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -70,19 +70,53 @@ def test_a_line_that_is_not_one_message_is_answered_not_dropped(stdio_env: dict[
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write(stdin)
         process.stdin.flush()  # stdin stays open: a client waits for its answers before it hangs up
-        replies = [json.loads(process.stdout.readline() or "null") for _ in range(5)]
+        return [json.loads(process.stdout.readline() or "null") for _ in range(answers)]
     finally:
         watchdog.cancel()
         process.kill()
         process.wait()
+
+
+def test_a_line_that_is_not_one_message_is_answered_not_dropped(stdio_env: dict[str, str]) -> None:
+    """Each bad line gets the JSON-RPC error HTTP gives it; the session goes on."""
+    lines = [
+        *OPENING,
+        [{"jsonrpc": "2.0", "id": 1, "method": "ping"}],
+        {"jsonrpc": "1.0", "id": 2, "method": "ping"},
+        "{not json",
+        {"jsonrpc": "2.0", "id": None, "method": "ping"},  # the SDK's reader takes it for a notification
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+    ]
+    replies = converse(stdio_env, lines, 6)
     errors = [r["error"] for r in replies if r and "error" in r]
-    assert [r["id"] for r in replies if r and "error" in r] == [None, None, None]
+    assert [r["id"] for r in replies if r and "error" in r] == [None, None, None, None]
     assert errors == [
         {"code": -32600, "message": BATCH},
         {"code": -32600, "message": NOT_A_MESSAGE},
         {"code": -32700, "message": f"{NOT_JSON}: key must be a string at line 1 column 2"},
+        {"code": -32600, "message": BAD_ID},
     ]
     assert {"jsonrpc": "2.0", "id": 3, "result": {}} in replies
+
+
+def test_a_key_given_twice_is_refused_as_http_refuses_it(stdio_env: dict[str, str]) -> None:
+    """The SDK's reader keeps the later member; the raw line is checked as HTTP checks a body. The
+    refusal answers the request's id, unless ``"id"`` is the key given twice; the session goes on."""
+    call = '{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": %s}'
+    lines = [
+        *OPENING,
+        '{"jsonrpc": "2.0", "id": 1, "method": "ping", "method": "tools/list"}',
+        call % (2, '{"name": "search_capabilities", "name": "execute_capability", "arguments": {"name": "postMemory"}}'),
+        call % (3, '{"name": "execute_capability", "arguments": {"name": "getMemorySearch", "name": "postMemory", "body": {"content": "a"}}}'),
+        call % (4, '{"name": "execute_capability", "arguments": {"name": "postMemory", "body": {"content": "a", "content": "b"}}}'),
+        '{"jsonrpc": "2.0", "id": 5, "id": 6, "method": "ping"}',
+        '{"jsonrpc": "2.0", "method": "notifications/initialized", "method": "notifications/cancelled"}',
+        {"jsonrpc": "2.0", "id": 7, "method": "ping"},
+    ]
+    replies = converse(stdio_env, lines, 8)
+    refused = {"code": -32600, "message": REPEATED_KEY}
+    assert [(r["id"], r["error"]) for r in replies if r and "error" in r] == [(1, refused), (2, refused), (3, refused), (4, refused), (None, refused), (None, refused)]
+    assert {"jsonrpc": "2.0", "id": 7, "result": {}} in replies
 
 
 def test_stdio_refuses_an_expired_token_saying_so(stdio_env: dict[str, str]) -> None:

@@ -11,22 +11,26 @@ the process's calls at once.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import json
+import os
+from collections import deque
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import IO
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
+from mcp_types import JSONRPCRequest
 from pydantic import ValidationError
 
 from memory_bank.app import create_app
 from memory_bank.capabilities.execute.outcome import Caller
 from memory_bank.errors import Unauthorized
-from memory_bank.mcp.envelope import classify, not_finite
+from memory_bank.mcp.envelope import REPEATED_KEY, EnvelopeError, check_envelope, classify
 from memory_bank.mcp.server import build_server
 from memory_bank.settings import Profile, Settings
-from memory_bank.standard_json import non_finite
 
 
 class StdioRefused(RuntimeError):
@@ -66,39 +70,98 @@ async def serve_stdio(settings: Settings) -> None:
     caller = Caller(token, principal, verified_for_call=False)
     server = build_server(app.state.mcp_toolbox, lambda ctx: caller)
     async with app.router.lifespan_context(app):
-        async with stdio_server() as (read_stream, write_stream), answering_malformed(read_stream, write_stream) as messages:
-            await server.run(messages, write_stream, server.create_initialization_options())
+        with claimed_stdin() as stdin:
+            async with stdio_server(stdin) as (read_stream, write_stream), answering_malformed(read_stream, write_stream, stdin.taken) as messages:
+                await server.run(messages, write_stream, server.create_initialization_options())
+
+
+class Lines(anyio.AsyncFile[str]):
+    """stdin as the SDK's reader iterates it, each line also kept in ``taken`` for the relay: the
+    reader makes one item of each line, in order, so the relay's next item is the oldest line kept."""
+
+    def __init__(self, fp: IO[str]) -> None:
+        super().__init__(fp)
+        self.taken: deque[str] = deque()
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        async for line in super().__aiter__():
+            self.taken.append(line)
+            yield line
+
+
+@contextmanager
+def claimed_stdin() -> Iterator[Lines]:
+    """The client's lines, read from a private copy of fd 0 while fd 0 points at the null device.
+
+    The SDK makes that claim itself only for a stdin it opens, and one passed in is the only way
+    to see the raw line; without it, anything else in the process reading fd 0 would take lines
+    meant for the session. fd 0 is restored on exit; the copy stays open, as a worker thread may
+    still be blocked reading it.
+    """
+    wire = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    text = open(wire, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - left open, as ``wire`` is; decoded as the SDK does
+    try:
+        yield Lines(text)
+    finally:
+        os.dup2(wire, 0)
 
 
 @asynccontextmanager
 async def answering_malformed(
-    lines: MemoryObjectReceiveStream[SessionMessage | Exception], replies: MemoryObjectSendStream[SessionMessage]
+    lines: MemoryObjectReceiveStream[SessionMessage | Exception],
+    replies: MemoryObjectSendStream[SessionMessage],
+    raw: deque[str],
 ) -> AsyncIterator[MemoryObjectReceiveStream[SessionMessage | Exception]]:
-    """The messages read from stdin; a line that is not one JSON-RPC message is answered
-    with the JSON-RPC error HTTP gives it (id null), not dropped while its sender waits.
-    A message the reader took with a ``NaN`` or an ``Infinity`` in it is one too (-32700).
-
-    One refusal of HTTP's is missing here: a request whose ``id`` is an object, an array, a
-    float, a boolean or null (``envelope.BAD_ID``). The SDK's reader validates it as a
-    notification and keeps no trace of the ``id``, so what reaches this relay is the same
-    message an id-less one gives, which must not be answered; it goes unanswered, and the
-    session goes on. Only the raw line tells them apart, and reading it means passing
-    ``stdio_server`` a stdin of our own, which gives up the SDK's claim on fd 0 (diverted
-    to the null device while serving, one transport per process).
+    """The messages read from stdin, less the lines HTTP refuses: each is answered with HTTP's
+    JSON-RPC error (``refusal``), not dropped while its sender waits. ``raw`` holds the lines
+    read and not yet relayed, oldest first (``Lines``).
     """
     send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
 
     async def relay() -> None:
         async with send:
             async for item in lines:
-                if isinstance(item, ValidationError):
-                    await replies.send(SessionMessage(classify(item).reply()))
-                elif isinstance(item, SessionMessage) and non_finite(item.message.model_dump()):
-                    await replies.send(SessionMessage(not_finite().reply()))
-                else:
+                refused = refusal(item, raw.popleft())
+                if refused is None:
                     await send.send(item)
+                else:
+                    await replies.send(SessionMessage(refused.reply()))
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(relay)
         yield receive
         tasks.cancel_scope.cancel()
+
+
+def refusal(item: SessionMessage | Exception, line: str) -> EnvelopeError | None:
+    """HTTP's error for ``line``, of which the SDK's reader made ``item``, or None to serve it.
+
+    A line the reader could not take is named from its failure (``classify``). One it took is
+    checked raw (``check_envelope``), as what it made shows no key given twice (it kept the later
+    member), nor an ``"id"`` that is null, a float, a boolean, an object or an array (it made a
+    notification of it), and a NaN only as a float. A key given twice in a request whose ``"id"``
+    is named once answers that id: a stdio client matches an answer to its request by id alone.
+    """
+    if isinstance(item, ValidationError):
+        return classify(item)
+    if not isinstance(item, SessionMessage):
+        return None
+    try:
+        check_envelope(line.encode())
+    except EnvelopeError as refused:
+        if refused.message == REPEATED_KEY and isinstance(item.message, JSONRPCRequest) and _names_id_once(line):
+            refused.request_id = item.message.id
+        return refused
+    return None
+
+
+def _names_id_once(line: str) -> bool:
+    """Whether the line's object names ``"id"`` once (read as pairs, so that a repeat is seen)."""
+    try:
+        members = json.loads(line, object_pairs_hook=list)
+    except ValueError:  # a number Python's parser will not read: no id is trusted
+        return False
+    return [key for key, _ in members].count("id") == 1
