@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -87,35 +88,82 @@ STEPS = st.lists(
 )
 
 
+def apply(source: TestClient, steps: list[Any]) -> None:
+    """Save, change, delete and put in the source account, as ``steps`` say."""
+    for kind, pick, words, keypath in steps:
+        heads = source.get("/v1/memory", params={"limit": 100}).json()["items"]
+        if kind == "save" or (not heads and kind != "put"):
+            source.post("/v1/memory", json={"content": words, "tags": [keypath]})
+        elif kind == "put":
+            source.put(f"/v1/memory/keypaths/user.{keypath}", json={"content": words})
+        elif kind == "patch":
+            source.patch(f"/v1/memory/{heads[pick % len(heads)]['id']}", json={"content": words + "!"})
+        else:
+            source.delete(f"/v1/memory/{heads[pick % len(heads)]['id']}")
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(before=STEPS, after=STEPS)
 def test_importing_each_newer_export_keeps_a_copy_equal_to_its_source(
     make_client: Callable[..., TestClient], before: list[Any], after: list[Any]
 ) -> None:
     source, copy = make_client(new_id(), "ann"), make_client(new_id(), "gus")
-
-    def apply(steps: list[Any]) -> None:
-        for kind, pick, words, keypath in steps:
-            heads = source.get("/v1/memory", params={"limit": 100}).json()["items"]
-            if kind == "save" or (not heads and kind != "put"):
-                source.post("/v1/memory", json={"content": words, "tags": [keypath]})
-            elif kind == "put":
-                source.put(f"/v1/memory/keypaths/user.{keypath}", json={"content": words})
-            elif kind == "patch":
-                source.patch(f"/v1/memory/{heads[pick % len(heads)]['id']}", json={"content": words + "!"})
-            else:
-                source.delete(f"/v1/memory/{heads[pick % len(heads)]['id']}")
-
-    apply(before)
+    apply(source, before)
     imported(copy, export(source))
     assert state(copy) == state(source)
-    apply(after)
+    apply(source, after)
     lines = export(source)
     imported(copy, lines)
     assert state(copy) == state(source)
     assert imported(copy, lines)["imported"] == 0  # a repeat of the newer export writes nothing
     exported = [json.loads(line) for line in export(copy).splitlines()]
     assert all(r["deleted_at"] is None or r["superseded_at"] is None for r in exported)
+
+
+def updated(client: TestClient) -> dict[str, datetime]:
+    """Each of the account's rows (every version) by id: when it last changed."""
+    return {r["id"]: datetime.fromisoformat(r["updated_at"]) for r in map(json.loads, export(client).splitlines())}
+
+
+def earlier(line: dict[str, Any], skew: timedelta) -> dict[str, Any]:
+    """``line`` as a source whose clock runs ``skew`` behind the copy's would have written it."""
+    moved = {k: (datetime.fromisoformat(v) - skew).isoformat() for k, v in line.items() if k.endswith("_at") and v}
+    return line | moved
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(before=STEPS, after=STEPS, skew=st.timedeltas(timedelta(0), timedelta(days=3650)))
+def test_no_imported_tombstone_or_version_moves_updated_at_back(
+    make_client: Callable[..., TestClient], before: list[Any], after: list[Any], skew: timedelta
+) -> None:
+    """A newer export from a clock behind this one (another host's, or the file edited) deletes a
+    copy at a ``deleted_at``, or supersedes it at a ``created_at``, before the copy last changed:
+    the write is made here, so no row's ``updated_at`` goes back."""
+    source, copy = make_client(new_id(), "ann"), make_client(new_id(), "gus")
+    apply(source, before)
+    imported(copy, export(source))
+    was = updated(copy)
+    apply(source, after)
+    lines = [earlier(json.loads(line), skew) for line in export(source).splitlines()]
+    imported(copy, "".join(json.dumps(line) + "\n" for line in lines))
+    now = updated(copy)
+    assert {i: (was[i], now[i]) for i in was if now[i] < was[i]} == {}
+    assert state(copy) == state(source)
+
+
+def test_a_tombstone_from_a_clock_behind_deletes_now(make_client: Callable[..., TestClient]) -> None:
+    """The copy is deleted as of now (``updated_at``) and says when the source deleted it (``deleted_at``)."""
+    ann, gus = make_client("acme", "ann"), make_client("globex", "gus")
+    memory = ann.post("/v1/memory", json={"content": "the spare key is under the blue pot"}).json()
+    imported(gus, export(ann))
+    ann.delete(f"/v1/memory/{memory['id']}")
+    [tombstone] = [json.loads(line) for line in export(ann).splitlines()]
+    tombstone |= {"deleted_at": "2001-01-01T00:00:00Z"}
+    started = datetime.now().astimezone()
+    assert imported(gus, json.dumps(tombstone) + "\n") == {"imported": 1, "skipped": 0}
+    [copy] = [json.loads(line) for line in export(gus).splitlines()]
+    assert datetime.fromisoformat(copy["deleted_at"]) == datetime.fromisoformat("2001-01-01T00:00:00+00:00")
+    assert datetime.fromisoformat(copy["updated_at"]) >= started
 
 
 def test_a_file_that_deletes_a_memory_and_supersedes_it_writes_nothing(make_client: Callable[..., TestClient]) -> None:

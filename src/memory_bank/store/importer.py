@@ -34,20 +34,21 @@ import base64
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
+from sqlalchemy import ColumnElement
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col
 
 from memory_bank.errors import Conflict, FieldError, InvalidInput
 from memory_bank.security.principal import Principal
-from memory_bank.store.columns import ID_LENGTH, command_line_safe
+from memory_bank.store.columns import ID_LENGTH, UTCDateTime, command_line_safe, utcnow
 from memory_bank.store.contention import DatabaseBusy
 from memory_bank.store.database import transaction
 from memory_bank.store.filters import current, owned_by
@@ -140,16 +141,34 @@ def _owned_rows(session: Session, principal: Principal, ids: set[str]) -> dict[s
     return found
 
 
+def key_heirs(org_id: str, user_id: str, agents: Collection[str | None], words: Collection[str]) -> ColumnElement[bool]:
+    """The memories a content key let go of may go on to: current, keyless, of the owner and one of
+    ``agents`` (None: no agent), saying one of ``words`` (content hashes). The one rule of
+    ``MemoryStore._hand_on`` and of its batched pre-check (``words_with_heirs``), so they cannot drift."""
+    agent = col(MemoryRow.agent_id)
+    named = sorted(a for a in agents if a is not None)
+    whose = ([agent.in_(named)] if named else []) + ([agent.is_(None)] if None in agents else [])
+    return sa.and_(
+        col(MemoryRow.org_id) == org_id,
+        col(MemoryRow.user_id) == user_id,
+        sa.or_(sa.false(), *whose),
+        col(MemoryRow.content_hash).in_(words),
+        col(MemoryRow.idempotency_key).is_(None),
+        current(),
+    )
+
+
 def words_with_heirs(session: Session, principal: Principal, heads: Sequence[MemoryRow]) -> set[tuple[str | None, str]]:
     """``(agent_id, content_hash)`` of the retired or deleted ``heads`` that held a content key and
     that a current keyless memory of the caller also says: the only ones whose key can go on
     (``MemoryStore._hand_on``). One read per chunk of words, where a lookup per head made an import
     of 8,000 deletions take minutes."""
     held = {(h.agent_id, h.content_hash) for h in heads if (h.idempotency_key or "").startswith(CONTENT_KEY_PREFIX)}
+    agents = {agent for agent, _ in held}
     found: set[tuple[str | None, str]] = set()
     for chunk in _chunks(sorted({words for _, words in held})):
         statement = sa.select(col(MemoryRow.agent_id), col(MemoryRow.content_hash)).where(
-            owned_by(principal), col(MemoryRow.content_hash).in_(chunk), col(MemoryRow.idempotency_key).is_(None), current()
+            key_heirs(principal.org_id, principal.user_id, agents, chunk)
         )
         found.update((agent, words) for agent, words in session.execute(statement) if (agent, words) in held)
     return found
@@ -311,7 +330,7 @@ def _same_version(record: Record, stored: MemoryRow) -> bool:
 
 @dataclass(frozen=True)
 class Deletion:
-    """A stored current memory that a tombstone of the file deletes, at the moment it gives."""
+    """A stored current memory that a tombstone of the file deletes, and the file's ``deleted_at``."""
 
     head: MemoryRow
     moment: datetime
@@ -467,13 +486,19 @@ def _retire(session: Session, head_pk: int, moment: datetime) -> None:
         raise Raced()
 
 
-def stamp_if_current(session: Session, pk: int | None, column: str, moment: datetime) -> bool:
-    """Set ``column`` (superseded_at or deleted_at) on row ``pk`` if it is still current: whether it
-    was (a racing writer may have stamped it first). Saves, changes and deletes use it too."""
+def stamp_if_current(session: Session, pk: int | None, column: str, moment: datetime, *, now: datetime | None = None) -> bool:
+    """Set ``column`` (superseded_at or deleted_at) on row ``pk`` to ``moment`` if it is still current:
+    whether it was (a racing writer may have stamped it first). Saves, changes and deletes use it too.
+
+    ``updated_at`` becomes ``now`` (default ``moment``) unless it is later already: a row's
+    timestamps never go back, though an imported moment is another clock's and an imported row's
+    ``updated_at`` may be ahead of this one's."""
+    updated = col(MemoryRow.updated_at)
+    later = sa.literal(moment if now is None else now, UTCDateTime())
     result: sa.CursorResult[Any] = session.execute(  # type: ignore[assignment]
         sa.update(MemoryRow)
         .where(col(MemoryRow.pk) == pk, current())
-        .values({column: moment, "updated_at": moment})
+        .values({column: moment, "updated_at": sa.case((updated > later, updated), else_=later)})
         .execution_options(synchronize_session=False)
     )
     return result.rowcount == 1
@@ -499,8 +524,13 @@ def _restore_content_keys(session: Session, principal: Principal, rows: Sequence
 
 def delete_stored(session: Session, principal: Principal, deletions: Sequence[Deletion]) -> list[MemoryRow]:
     """Tombstone the stored heads of ``deletions`` that are still current and free their keys, as
-    a delete does; returns those it deleted (a concurrent writer may have changed the others)."""
-    deleted = [d.head for d in deletions if stamp_if_current(session, d.head.pk, "deleted_at", d.moment)]
+    a delete does; returns those it deleted (a concurrent writer may have changed the others).
+
+    ``deleted_at`` is the file's, when the source deleted it (a re-export passes it on); the
+    deletion here is made now, so ``updated_at`` is now: the file's moment, from another clock or
+    an edited file, could be before the copy last changed."""
+    now = utcnow()
+    deleted = [d.head for d in deletions if stamp_if_current(session, d.head.pk, "deleted_at", d.moment, now=now)]
     release_every_key(session, {head.chain_id for head in deleted})
     changes.touch(session, principal.org_id, [head.pk for head in deleted])
     return deleted

@@ -346,7 +346,7 @@ class MemoryStore:
     def _hand_on(self, holder: MemoryRow, successor: MemoryRow | None = None) -> None:
         """Pass the content key ``holder`` let go of (``successor`` took another, or none: it was
         deleted) to the oldest current memory of the same owner and agent that says the same
-        words and holds no key.
+        words and holds no key (``importer.key_heirs``, which an import's pre-check shares).
 
         Such a memory was changed to those words while ``holder`` held their key; left keyless,
         saving the words again would make a second memory beside it. This runs after the write
@@ -361,17 +361,9 @@ class MemoryStore:
             return
         if successor is not None and successor.idempotency_key == released:
             return
-        agent = col(MemoryRow.agent_id)
         heirs = (
             sa.select(col(MemoryRow.pk))
-            .where(
-                col(MemoryRow.org_id) == holder.org_id,
-                col(MemoryRow.user_id) == holder.user_id,
-                agent.is_(None) if holder.agent_id is None else agent == holder.agent_id,
-                col(MemoryRow.content_hash) == holder.content_hash,
-                col(MemoryRow.idempotency_key).is_(None),
-                current(),
-            )
+            .where(importer.key_heirs(holder.org_id, holder.user_id, [holder.agent_id], [holder.content_hash]))
             .order_by(col(MemoryRow.created_at), col(MemoryRow.pk))
             .limit(1)
         )
