@@ -81,6 +81,7 @@ SWITCHES: Mapping[str, Mapping[str, Any]] = {
     "opening_word": {"opening_word": False},
     "semantic_intents": {"semantic_intents": False},
     "exact_name": {"exact_name": False},
+    "spelling": {"spelling": False},
 }
 #: Every name ``--ablate`` takes: each BM25F field, then each switch.
 COMPONENTS = (*FIELD_WEIGHTS, *SWITCHES)

@@ -35,7 +35,7 @@ from typing import Any
 
 from memory_bank.textsearch.tokenize import identifier_terms, phrases
 
-__all__ = ["FIELD_WEIGHTS", "api_terms", "fields", "response_words"]
+__all__ = ["FIELD_WEIGHTS", "api_terms", "fields", "response_words", "written_texts"]
 
 FIELD_WEIGHTS: Mapping[str, float] = {
     "name": 2.0,
@@ -142,3 +142,20 @@ def api_terms(capability: Mapping[str, Any]) -> list[str]:
     """
     source = _text(capability.get("source")).rsplit("/", 1)[-1].rsplit(".", 1)[0]
     return identifier_terms(source, _text(capability.get("title")), *_tags(capability), _text(capability.get("description")))
+
+
+def written_texts(capability: Mapping[str, Any]) -> list[str]:
+    """Every text of the capability that :func:`fields` indexes, as written (the words a
+    request's misspelling is read against)."""
+    arguments = list(_arguments(capability))
+    return [
+        _text(capability.get("name")),
+        _text(capability.get("title")),
+        _text(capability.get("path")),
+        _text(capability.get("description")),
+        *_tags(capability),
+        *(name for name, _ in arguments),
+        *(text for _, text in arguments),
+        *response_words(capability),
+        *(e for e in capability.get("examples") or () if isinstance(e, str)),
+    ]

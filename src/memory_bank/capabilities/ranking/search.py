@@ -14,6 +14,9 @@ built once at construction and answered from memory:
   evidence. Its share, ``API_WEIGHT``, is a quarter: a tie-breaker between APIs, never
   the main evidence.
 
+First, a word of the request that is neither the catalog's nor English and is one edit from a
+word of the catalog is read as that word (``textsearch.spelling``): "remmeber" as "remember".
+
 Score = ``(1 - API_WEIGHT) * operation + API_WEIGHT * api``, both in [0, 1] (see
 ``textsearch.bm25`` for what 1 means), so the score is in [0, 1] and a caller may apply
 a fixed ``min_score``. An operation with ``x-capability.examples`` mixes in how well the
@@ -52,12 +55,13 @@ from typing import Any
 
 from memory_bank.capabilities.ranking import request_steps, safety
 from memory_bank.capabilities.ranking.example_requests import EXAMPLE_WEIGHT, ExampleRequests
-from memory_bank.capabilities.ranking.fields import FIELD_WEIGHTS, api_terms, fields
+from memory_bank.capabilities.ranking.fields import FIELD_WEIGHTS, api_terms, fields, written_texts
 from memory_bank.capabilities.ranking.question_fallback import ANSWER_TERMS, FALLBACK_WEIGHT, asks_question
 from memory_bank.capabilities.ranking.semantic import INTENT_SEMANTIC_WEIGHT, SemanticIndex, TextVectors, capability_texts
 from memory_bank.textsearch.bm25 import BM25F
 from memory_bank.textsearch.embeddings import Embedder
 from memory_bank.textsearch.fusion import LEXICAL_FLOOR, SEMANTIC_WEIGHT, fuse
+from memory_bank.textsearch.spelling import Spelling
 from memory_bank.textsearch.tokenize import identifier_terms, phrases
 
 __all__ = ["API_WEIGHT", "CapabilitySearch", "Match", "Ranking"]
@@ -112,6 +116,8 @@ class Ranking:
     semantic_intents: bool = True
     #: Whether a request that is exactly an operation's name (``postMemory``) gets that operation first.
     exact_name: bool = True
+    #: Whether a request's misspelt words are read as the catalog's (``textsearch.spelling``).
+    spelling: bool = True
 
 
 @dataclass(frozen=True)
@@ -158,6 +164,7 @@ class CapabilitySearch:
             self._capabilities, intents=ranking.example_intents, shapes=ranking.value_shapes, opening=ranking.opening_word
         )
         self._hazards = [safety.Hazard.of(c) for c in self._capabilities]
+        self._spelling = Spelling(text for c in self._capabilities for text in written_texts(c)) if ranking.spelling else None
         self._answers = self._operations.scores(ANSWER_TERMS)
         texts = [capability_texts(c) for c in self._capabilities]
         self._semantic = (
@@ -190,6 +197,7 @@ class CapabilitySearch:
     def scores(self, query: str) -> list[float]:
         """Every capability's score for ``query``, in catalog order (all 0 for a query without words)."""
         ranking = self._ranking
+        query = self.corrected(query)
         words = identifier_terms(query)
         if not words:
             return [0.0] * len(self._capabilities)
@@ -213,12 +221,18 @@ class CapabilitySearch:
             scores = fuse(scores, self._semantic.scores(query), *self._fusion)
         return scores
 
+    def corrected(self, query: str) -> str:
+        """``query`` with its misspelt words read as the catalog's (``textsearch.spelling``)."""
+        return self._spelling.correct(query) if self._spelling is not None else query
+
     def rank(
         self, query: str, scores: Sequence[float], *, limit: int = 5, accept: Callable[[Capability], bool] | None = None
     ) -> list[Match]:
         """:meth:`search` from ``scores`` (:meth:`scores` of ``query``): so one request's scores
         can be ranked for several ``accept``s, its embedding computed once."""
         ranking = self._ranking
+        named = self._by_name.get(query.strip().casefold()) if ranking.exact_name else None
+        query = self.corrected(query)
         ranked = self._best(scores, max(limit, request_steps.WINDOW), accept)
         tail = request_steps.last_step(query) if ranking.request_steps else None
         if tail:
@@ -226,7 +240,6 @@ class CapabilitySearch:
         request = safety.Request.of(query) if ranking.safety and ranked else None
         if request and request.restricts and not request.allows(self._hazards[ranked[0][0]]):
             ranked = self._allowed_first(ranked, scores, request, accept)
-        named = self._by_name.get(query.strip().casefold()) if ranking.exact_name else None
         if named is not None and (accept is None or accept(self._capabilities[named])):
             ranked = [(named, 1.0), *((doc_id, score) for doc_id, score in ranked if doc_id != named)]
         return [Match(self._capabilities[doc_id], min(1.0, score)) for doc_id, score in ranked[:limit]]
