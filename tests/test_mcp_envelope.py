@@ -1,7 +1,8 @@
 """Both transports name the same error for the same bad envelope.
 
-HTTP checks the body itself (``check_envelope``); over stdio the SDK has already
-failed to read the line, and ``classify`` names its failure. For any line, both
+HTTP checks the body itself (``check_envelope``); over stdio the SDK's reader makes an item
+of each line first, and the relay refuses what HTTP would (``stdio.refusal``): from the
+reader's failure (``classify``), or from the raw line the reader took. For any line, both
 agree on whether it is a message and, if not, on the error.
 """
 
@@ -13,10 +14,11 @@ import mcp_types
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from memory_bank.mcp.envelope import REPEATED_KEY, EnvelopeError, check_envelope, classify, not_finite
-from memory_bank.standard_json import non_finite
+from memory_bank.mcp.envelope import REPEATED_KEY, EnvelopeError, check_envelope
+from memory_bank.mcp.stdio import refusal
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
@@ -32,12 +34,12 @@ lines = (json_values | messages | st.lists(messages, min_size=1, max_size=2)).ma
 
 @given(line=lines.filter(lambda line: "\n" not in line))
 def test_http_and_stdio_agree_on_every_line(line: str) -> None:
-    try:
-        message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    item: SessionMessage | Exception
+    try:  # what the SDK's stdio reader makes of the line
+        item = SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValidationError as failure:
-        stdio: EnvelopeError | None = classify(failure)
-    else:  # the stdio relay refuses a message the reader took with a NaN in it (``answering_malformed``)
-        stdio = not_finite() if non_finite(message.model_dump()) else None
+        item = failure
+    stdio = refusal(item, line)
     try:
         check_envelope(line.encode())
     except EnvelopeError as error:
@@ -64,7 +66,7 @@ def test_a_message_passes(line: str) -> None:
 )
 def test_a_key_given_twice_is_an_invalid_request_as_rest_refuses_it(line: str) -> None:
     """The SDK keeps the later member, a proxy or a log may read the first; REST and the import
-    refuse such a body (``uniqueKeys``), so HTTP does too. Over stdio the SDK keeps no raw line."""
+    refuse such a body (``uniqueKeys``), so HTTP does too (and stdio: ``test_mcp_stdio``)."""
     with pytest.raises(EnvelopeError) as refused:
         check_envelope(line.encode())
     assert (refused.value.code, refused.value.message) == (-32600, REPEATED_KEY)

@@ -21,7 +21,8 @@ revisions it does; the SDK took any such header for the stateless revision's and
 ``params._meta`` lacked that revision's keys, which tells a client nothing about its header.
 The body is checked with the SDK's own message adapter, so exactly what passes here
 is what the SDK accepts. Over stdio the SDK reads the lines itself and drops those it
-cannot take, leaving their sender waiting; ``classify`` names the same error for them.
+cannot take, leaving their sender waiting; ``classify`` names the same error for them, and
+the lines it took are checked here as HTTP's bodies are (``stdio.refusal``).
 """
 
 from __future__ import annotations
