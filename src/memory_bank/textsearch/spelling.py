@@ -6,7 +6,11 @@ wants. The correction is the classic one of spelling correctors (Norvig's): a wo
 neither the index's nor an English word (:func:`english`), and long enough to be a misspelling
 rather than another short word (``SHORTEST``), becomes the known word at one edit (a
 deletion, a swap of neighbours, a substitution or an insertion), the one the indexed text uses
-most when several are. An acronym and a contraction are taken as written. A word with no such neighbour, a name or a content word ("Skyscanner",
+most when several are. An acronym and a contraction are taken as written, and so is a run of
+letters that a digit or a combining mark touches, or a letter across an invisible format
+character: it is a piece of an identifier ("delet3", ``6u6VJFyZ9fPr``) or of a word the
+regular expression splits ("me\u0301mory", "forg\u200dt", a Devanagari word), and its pieces
+corrected would be other words ("mory" read as "more", "forg" as "for"). A word with no such neighbour, a name or a content word ("Skyscanner",
 "Halvorsen"), is kept as written; so is every English word, since "contract" is not a typo of
 an index's "contact", nor "March" of "match".
 
@@ -22,6 +26,7 @@ why it came back: ``docs/decisions/0048-spelling-returns.md``.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from functools import cache, lru_cache
@@ -41,6 +46,9 @@ _LETTERS = re.compile(r"[^\W\d_]+")
 #: A word of a request: a run of letters, with the apostrophes of a contraction ("wasn't" is
 #: one word, not a misspelt "wasn").
 _REQUEST_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
+#: The categories that glue a run of letters to more of a word or an identifier: digits and the
+#: combining marks (an accent written apart, a vowel sign).
+_GLUE = frozenset({"Nd", "Mn", "Mc", "Me"})
 
 
 @cache
@@ -65,14 +73,35 @@ def _edits(word: str, letters: str) -> set[str]:
     }
 
 
+def _glued(text: str, start: int, end: int) -> bool:
+    """Whether the run of letters ``text[start:end]`` is part of something larger: a digit or a
+    combining mark touches it, or a letter does across invisible format characters (a zero-width
+    joiner or space, a bidi mark, a soft hyphen), which a reader does not see."""
+    before, after = start - 1, end
+    while before >= 0 and unicodedata.category(text[before]) == "Cf":
+        before -= 1
+    while after < len(text) and unicodedata.category(text[after]) == "Cf":
+        after += 1
+    return any(
+        text[at].isalpha() or unicodedata.category(text[at]) in _GLUE
+        for at in (before, after)
+        if 0 <= at < len(text)
+    )
+
+
 class Spelling:
     """The words of some texts, and the correction of a request's words to them."""
 
     def __init__(self, texts: Iterable[str]) -> None:
         self._uses: Counter[str] = Counter()
+        #: A known word that is an identifier in camelCase ("deleteMemory"), as written: the
+        #: correction of "deleteMemroy" keeps the humps the tokenizer splits the words at.
+        self._humped: dict[str, str] = {}
         for text, repeats in Counter(texts).items():  # a spec repeats its field descriptions hundreds of times
             for word in _LETTERS.findall(text):
                 self._uses[word.lower()] += repeats
+                if any(a.islower() and b.isupper() for a, b in zip(word, word[1:])):
+                    self._humped.setdefault(word.lower(), word)
         letters: Counter[str] = Counter()
         for word, uses in self._uses.items():
             for letter in word:
@@ -89,7 +118,10 @@ class Spelling:
         return self._corrected(text)
 
     def _correct(self, text: str) -> str:
-        return _REQUEST_WORD.sub(lambda match: self._word(match[0]), text)
+        def corrected(match: re.Match[str]) -> str:
+            return match[0] if _glued(text, *match.span()) else self._word(match[0])
+
+        return _REQUEST_WORD.sub(corrected, text)
 
     def _word(self, word: str) -> str:
         lower = word.lower()
@@ -97,4 +129,7 @@ class Spelling:
         if written_as_is or not SHORTEST <= len(lower) <= LONGEST or lower in self._uses or lower in self._english:
             return word
         near = [known for known in _edits(lower, self._letters) if known in self._uses]
-        return max(near, key=lambda known: (self._uses[known], known)) if near else word
+        if not near:
+            return word
+        best = max(near, key=lambda known: (self._uses[known], known))
+        return self._humped.get(best, best)

@@ -15,7 +15,8 @@ built once at construction and answered from memory:
   the main evidence.
 
 First, a word of the request that is neither the catalog's nor English and is one edit from a
-word of the catalog is read as that word (``textsearch.spelling``): "remmeber" as "remember".
+word of the catalog is read as that word (``textsearch.spelling``): "remmeber" as "remember";
+every signal reads the corrected request but safety, which reads it as written.
 
 Score = ``(1 - API_WEIGHT) * operation + API_WEIGHT * api``, both in [0, 1] (see
 ``textsearch.bm25`` for what 1 means), so the score is in [0, 1] and a caller may apply
@@ -232,11 +233,13 @@ class CapabilitySearch:
         can be ranked for several ``accept``s, its embedding computed once."""
         ranking = self._ranking
         named = self._by_name.get(query.strip().casefold()) if ranking.exact_name else None
-        query = self.corrected(query)
         ranked = self._best(scores, max(limit, request_steps.WINDOW), accept)
-        tail = request_steps.last_step(query) if ranking.request_steps else None
+        tail = request_steps.last_step(self.corrected(query)) if ranking.request_steps else None
         if tail:
             ranked = self._last_step_first(ranked, tail)
+        # Safety reads the request as written: a correction may make a removal word of another
+        # language's word or a name ("crear" -> "clear", "Forgey" -> "forget"), and a deletion
+        # comes first only for a request that plainly asks for one.
         request = safety.Request.of(query) if ranking.safety and ranked else None
         if request and request.restricts and not request.allows(self._hazards[ranked[0][0]]):
             ranked = self._allowed_first(ranked, scores, request, accept)
