@@ -1,7 +1,7 @@
 """Capability-search quality on real vendor specs: does the right operation come first?
 
-    python evals/capability_search.py --queries FILE.jsonl --specs-root DIR [--k 5] [--json] [--semantic [--cv]]
-        [--ablate NAME ...] [--results [FILE]]
+    python evals/capability_search.py --queries FILE.jsonl --specs-root DIR [--also SPEC ...] [--k 5] [--json]
+        [--semantic [--cv]] [--ablate NAME ...] [--results [FILE]]
 
 Each line of FILE.jsonl is ``{"id", "spec", "query", "gold": ["METHOD /path", ...],
 "gold_final"}`` with ``spec`` relative to DIR. Every distinct spec is loaded into ONE
@@ -14,7 +14,10 @@ results, as in the server's registry (``registry.competes``). A result counts wh
 (spec, method, path) is in the query's gold chain.
 
 Metrics: hit@1 / hit@3 / hit@k (any gold op in the top 1 / 3 / k), final@1 / final@k (the
-chain's last op), MRR of the first gold hit (0 when none in the top ``max(k, 10)``);
+chain's last op), MRR of the first gold hit (0 when none in the top ``max(k, 10)``), over the
+requests whose gold an MCP client may call; a request whose gold is an operation that is not
+exposed (HTTP only) counts in ``withheld_named`` instead: how often that operation is the best
+of all that are ranked, which is what the registry names as ``withheld``;
 plus index build time and median / p95 query latency. Rows that carry ``asks_delete``
 (our own catalog) add ``destructive_first``: how many requests that do not ask to delete
 get an operation annotated destructive first; a row with empty gold (an operation that is
@@ -265,6 +268,16 @@ def memory_bank_ranker(
     return index_ranker(index), build_ms
 
 
+def withheld_named(
+    queries: Sequence[Query], catalog: Sequence[Mapping[str, Any]], embedder: Embedder | None, ranking: Ranking
+) -> dict[str, float]:
+    """For requests whose gold operation no MCP client may call (not exposed: HTTP only), how
+    often the best of every ranked operation is it: what the registry names as ``withheld``."""
+    index = CapabilitySearch(catalog, embedder=embedder, ranking=ranking)
+    named = [query_metrics(q, [op_key(m.capability) for m in index.search(q.text, limit=1)], k=1)["hit@1"] for q in queries]
+    return {"http_only": len(queries), "withheld_named": round(sum(named) / len(named), 4)}
+
+
 def add_semantic_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--semantic", action="store_true", help="fuse in the local embedding model (semantic extra)")
 
@@ -284,6 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queries", type=Path, required=True, help="JSONL file of queries with gold operations")
     parser.add_argument("--specs-root", type=Path, required=True, help="directory the queries' spec paths are relative to")
     parser.add_argument("--k", type=int, default=5, help="cut-off for hit@k and final@k (default 5)")
+    parser.add_argument("--also", action="append", default=[], metavar="SPEC", help="another spec (under --specs-root) ranked beside the queries' own, as the registry ranks every API a token uses")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     add_semantic_option(parser)
     parser.add_argument("--cv", action="store_true", help="leave-one-spec-out CV of the fusion parameters (needs --semantic)")
@@ -295,7 +309,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     embedder = requested_embedder(parser, args)
 
     queries = read_queries(args.queries)
-    catalog = load_catalog(args.specs_root, sorted({q.spec for q in queries}))
+    catalog = load_catalog(args.specs_root, sorted({q.spec for q in queries} | set(args.also)))
     if args.cv and embedder is not None:
         metrics, chosen = cross_validate(queries, catalog, embedder, k=args.k)
         picks = {f"w={w} floor={f}": sum(1 for pair in chosen.values() if pair == (w, f)) for w, f in FUSION_GRID}
@@ -310,13 +324,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     operations = sum(1 for c in catalog if exposed(c))
     result = {"queries": len(queries), "operations": operations, "semantic": args.semantic, "build_ms": round(build_ms, 2)}
     result |= {"ablated": ",".join(args.ablate)} if args.ablate else {}
-    result |= evaluate([q for q in queries if q.gold], rank, k=args.k)
+    withheld_ops = {op_key(c) for c in catalog if not exposed(c)}
+    http_only = [q for q in queries if q.gold and all((q.spec, gold) in withheld_ops for gold in q.gold)]
+    result |= evaluate([q for q in queries if q.gold and q not in http_only], rank, k=args.k)
+    if http_only:
+        result |= withheld_named(http_only, catalog, embedder, ablated(args.ablate))
     deletes = asks_delete(args.queries)
     if deletes:
         result |= safety(queries, deletes, catalog, rank) | {"no_gold": sum(1 for q in queries if not q.gold)}
     report(result, as_json=args.json)
     if args.results:
-        name = source_name(args.queries) + ("-semantic" if args.semantic else "") + "".join(f"-no-{a}" for a in args.ablate)
+        name = source_name(args.queries) + "".join(f"+{Path(a).stem}" for a in args.also)
+        name += ("-semantic" if args.semantic else "") + "".join(f"-no-{a}" for a in args.ablate)
         title = f"Capability search, {source_name(args.queries)}, {'lexical + semantic' if args.semantic else 'lexical'}"
         write_section(args.results, name, title, table([result]))
     return 0
