@@ -22,8 +22,9 @@ Capability = Mapping[str, Any]
 #: The first score below which a first result is too often wrong to act on without comparing
 #: several cards, per ranker: the lexical score is the share of the request a capability
 #: covers, the hybrid's is relative to the query's best, so their scales differ. Chosen by
-#: leave-one-source-out (``evals/capability_scores.py``, docs/decisions/0016, 0039, 0041, 0046 and 0047).
-CONFIDENT_LEXICAL = 0.11
+#: leave-one-source-out (``evals/capability_scores.py``, docs/decisions/0016, 0039, 0041, 0046,
+#: 0047 and 0048).
+CONFIDENT_LEXICAL = 0.19
 CONFIDENT_HYBRID = 0.93
 
 #: ``allows(permission)``: whether the caller may use an operation needing it.
