@@ -219,7 +219,9 @@ async def test_not_found_for_unknown_capability_and_memory(server: LiveServer) -
         failed(await client.call_tool("execute_capability", {"name": "launchRocket"}), "not_found")
         failed(await client.call_tool("execute_capability", {"name": "getMemory", "path": {"memory_id": "A" * 21}}), "not_found")
         kept_off = failed(await client.call_tool("execute_capability", {"name": "exportMemories"}), "not_found")
+        miscased = failed(await client.call_tool("execute_capability", {"name": "EXPORTMEMORIES"}), "not_found")
     assert kept_off["detail"] == "'exportMemories' is not offered to agents (REST only: GET /v1/memory/export); search_capabilities lists what is"
+    assert miscased["detail"] == kept_off["detail"]
 
 
 async def test_invalid_params_name_pointer_rule_and_type(server: LiveServer) -> None:

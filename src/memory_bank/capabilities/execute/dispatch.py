@@ -129,9 +129,11 @@ class Executor:
         """
         capability = self._registry.get(name)
         if capability is None:
-            if name in ROUTES:  # in the spec, kept off MCP on purpose: say so, or the agent keeps guessing
-                method, path = ROUTES[name]
-                return Refusal(NotFound(f"{name!r} is not offered to agents (REST only: {method} {path}); search_capabilities lists what is"))
+            # In the spec, kept off MCP on purpose: say so, in any case, or the agent keeps guessing.
+            spelt = next((known for known in ROUTES if known.casefold() == name.casefold()), None)
+            if spelt is not None and self._registry.get(spelt) is None:
+                method, path = ROUTES[spelt]
+                return Refusal(NotFound(f"{spelt!r} is not offered to agents (REST only: {method} {path}); search_capabilities lists what is"))
             close = closest(name, [c["name"] for c in self._registry])
             hint = f"; did you mean {close!r}?" if close else "; search_capabilities lists them"
             return Refusal(NotFound(f"no capability is named {name!r}{hint}"))
