@@ -16,7 +16,7 @@ from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank_codegen.body_bounds import max_json_bytes
 from memory_bank_codegen.loader import load_spec
 from memory_bank_codegen.pytypes import TypeNamer
-from support.mcp_live import LiveServer, live_server
+from support.mcp_live import LiveServer, call_tool, live_server
 from support.raw_http import RawConnection, connect
 
 SPEC = load_spec(Path(__file__).resolve().parents[1] / "openapi" / "memory.yaml")
@@ -218,3 +218,70 @@ def test_an_unknown_path_is_still_404(client: TestClient, writer) -> None:
     response = client.get("/v1/nothing-here", headers=writer)
     assert response.status_code == 404 and response.json()["code"] == "not_found"
     assert "allow" not in response.headers
+
+
+@pytest.fixture
+def local(app) -> Iterator[TestClient]:
+    """A client of the app at an address MCP serves (``mcp.origins``), for both doors."""
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        yield client
+
+
+def hint_of(message: str) -> str:
+    """The "did you mean" that ends a failure's message ("" when it has none)."""
+    _, said, hint = message.partition("; did you mean ")
+    return said + hint
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "meant"),
+    [
+        ({"contnet": "x"}, "/body/contnet", "/body/content"),
+        ({"content": "x", "tag": ["a"]}, "/body/tag", "/body/tags"),
+        ({"content": "x", "Keypath": "a.b"}, "/body/Keypath", "/body/keypath"),
+        ({"content": "x", "contexts": [{"snippet": "s"}, {"snippet": "s", "orign": "u"}]}, "/body/contexts/1/orign", "/body/contexts/1/origin"),
+    ],
+)
+def test_a_misspelt_body_field_is_told_the_field_it_misspells_on_rest_as_over_mcp(
+    local: TestClient, writer: dict[str, str], body: dict[str, object], field: str, meant: str
+) -> None:
+    """REST answered only "Extra inputs are not permitted" where execute_capability said "did you mean"."""
+    problem = local.post("/v1/memory", json=body, headers=writer).json()
+    assert problem["code"] == "invalid_params"
+    [unknown] = [e for e in problem["errors"] if e["field"] == field]
+    assert unknown["rule"] == "additionalProperties" and unknown["message"].endswith(f"; did you mean {meant}?"), unknown
+    assert f"{field}: Extra inputs are not permitted; did you mean {meant}?" in problem["detail"]
+    over_mcp = call_tool(local, writer["Authorization"].removeprefix("Bearer "), "execute_capability", {"name": "postMemory", "body": body})
+    [told] = [e for e in json.loads(over_mcp["content"][0]["text"])["errors"] if e["field"] == field]
+    assert hint_of(told["message"]) == hint_of(unknown["message"])
+
+
+MEMORY_FIELDS = list(POST_MEMORY_SCHEMA.schema["properties"]["body"]["properties"])
+
+
+@st.composite
+def one_edit_away(draw: st.DrawFn) -> str:
+    """A body field's name with one character dropped, doubled, swapped with the next or changed."""
+    name = draw(st.sampled_from(MEMORY_FIELDS))
+    i = draw(st.integers(0, len(name) - 1))
+    letter = draw(st.sampled_from("abcdefghijklmnopqrstuvwxyz_"))
+    edits = [
+        name[:i] + name[i + 1 :],
+        name[:i] + name[i] + name[i:],
+        name[:i] + name[i + 1 : i + 2] + name[i] + name[i + 2 :],
+        name[:i] + letter + name[i + 1 :],
+    ]
+    return draw(st.sampled_from([edit for edit in edits if edit not in MEMORY_FIELDS] or ["zzz"]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=one_edit_away(), value=st.one_of(st.text(max_size=3), st.integers(), st.lists(st.text(max_size=3), max_size=2)))
+def test_rest_and_mcp_give_an_unknown_body_field_the_same_did_you_mean(
+    local: TestClient, writer: dict[str, str], name: str, value: object
+) -> None:
+    body = {"content": "a fact", name: value}
+    rest = local.post("/v1/memory", json=body, headers=writer).json()
+    over_mcp = call_tool(local, writer["Authorization"].removeprefix("Bearer "), "execute_capability", {"name": "postMemory", "body": body})
+    mcp = json.loads(over_mcp["content"][0]["text"])
+    rest_hints, mcp_hints = ({e["field"]: hint_of(e["message"]) for e in p["errors"] if e["rule"] == "additionalProperties"} for p in (rest, mcp))
+    assert rest_hints == mcp_hints and f"/body/{name}" in rest_hints

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote_from_bytes, urlencode
 
 import pytest
 from fastapi import FastAPI
@@ -160,3 +160,49 @@ def test_mcp_arguments_stay_typed_json(app: FastAPI, make_token: MakeToken, quer
     assert result["isError"] is not accepted, result
 
 
+
+
+#: Every query parameter of both specs, for the encoding sweep.
+ALL_QUERY = query_parameters()
+
+
+def undecodable(answer: object, field: str) -> None:
+    """422 ``invalid_params`` with an ``encoding`` failure at ``field``: what a body that is not UTF-8 gets."""
+    assert answer.status_code == 422, answer.text  # type: ignore[attr-defined]
+    problem = answer.json()  # type: ignore[attr-defined]
+    assert problem["code"] == "invalid_params" and problem["errors"][0]["field"] == field, problem
+    assert problem["errors"][0]["rule"] == "encoding" and "not valid UTF-8" in problem["errors"][0]["message"]
+
+
+@pytest.mark.parametrize("value", ["%FF%FE", "%ED%A0%80", "%C3", "ok%80", "%F4%90%80%80"])
+@pytest.mark.parametrize(("operation", "method", "path", "name"), ALL_QUERY, ids=[f"{s[0]}-{s[3]}" for s in ALL_QUERY])
+def test_a_query_value_that_is_not_utf8_once_decoded_is_422_naming_it(anyone: TestClient, operation, method, path, name, value) -> None:
+    """Starlette read ``?q=%FF%FE`` as two U+FFFD and answered 200; a body of those bytes was 422."""
+    undecodable(anyone.request(method, f"{path}?{urlencode(base(method, path))}&{name}={value}"), f"/query/{name}")
+
+
+def test_a_query_string_that_is_not_utf8_is_refused_with_the_code_and_rule_a_body_is(anyone: TestClient) -> None:
+    body = anyone.post("/v1/memory/import", content=b"\xff\xfe", headers={"Content-Type": "application/x-ndjson"}).json()
+    query = anyone.get("/v1/memory/search?q=%FF%FE").json()
+    assert (query["code"], query["errors"][0]["rule"]) == (body["code"], body["errors"][0]["rule"]) == ("invalid_params", "encoding")
+    assert query["errors"][0]["message"].startswith(body["errors"][0]["message"])
+    undecodable(anyone.get("/v1/memory/search?q=x&%FF=1"), "/query")
+    assert anyone.get("/v1/memory/search?q=%C3%A9t%C3%A9").status_code == 200
+
+
+def test_the_token_is_checked_before_the_encoding(client: TestClient) -> None:
+    assert client.get("/v1/memory/search?q=%FF").status_code == 401
+
+
+@examples(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=st.one_of(st.binary(min_size=1, max_size=8), st.text(min_size=1, max_size=8).map(lambda t: t.encode("utf-8", "surrogatepass"))))
+@example(value=b"\xed\xa0\x80")
+@example(value="é".encode())
+def test_a_query_value_is_refused_exactly_when_its_bytes_are_not_utf8(anyone: TestClient, value: bytes) -> None:
+    answer = anyone.get(f"/v1/memory/search?q={quote_from_bytes(value)}")
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        undecodable(answer, "/query/q")
+    else:
+        assert answer.status_code in (200, 422) and all(e["rule"] != "encoding" for e in answer.json().get("errors", []))

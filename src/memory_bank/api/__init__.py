@@ -1,1 +1,3 @@
-"""The HTTP edge: problem documents, the bearer dependency, body readers, middlewares, operational routes, docs."""
+"""The HTTP edge: problem documents, the bearer dependency, body readers (and the hints that say
+where a misplaced or misspelt argument belongs, which execute_capability gives too),
+middlewares, operational routes, docs."""

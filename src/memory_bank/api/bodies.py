@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, TypeVar
 
 import pydantic
@@ -24,6 +25,7 @@ from starlette.types import Receive, Scope, Send
 from memory_bank import standard_json
 from memory_bank.api.media import JSON, essence, is_json
 from memory_bank.api.problems import HttpRefusal, validation_error
+from memory_bank.api.argument_hints import known_at, where_it_belongs
 from memory_bank.errors import DomainError, FieldError, InvalidInput, PayloadTooLarge, UnsupportedMediaType, field_errors
 from memory_bank.reply import Reply
 from memory_bank.security.principal import Principal
@@ -113,10 +115,12 @@ def _decode(body: bytes) -> str:
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InvalidInput(
-            "the request body is not UTF-8 text",
-            [FieldError("/body", "encoding", f"byte {exc.start} is not valid UTF-8")],
-        ) from None
+        raise InvalidInput("the request body is not UTF-8 text", [not_utf8("/body", exc)]) from None
+
+
+def not_utf8(field: str, exc: UnicodeDecodeError, advice: str = "") -> FieldError:
+    """The failure (rule ``encoding``) of input at ``field`` whose bytes are not UTF-8: a body, a query parameter."""
+    return FieldError(field, "encoding", f"byte {exc.start} is not valid UTF-8{advice}")
 
 
 async def read_json_body(request: Request, shape: type[BodyT], *, max_bytes: int) -> BodyT:
@@ -134,12 +138,30 @@ async def read_json_body(request: Request, shape: type[BodyT], *, max_bytes: int
     try:
         body = shape.model_validate_json(raw, strict=True)
     except pydantic.ValidationError as exc:
-        errors: list[Any] = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
+        errors: list[Any] = [_hinted({**e, "loc": ("body", *e["loc"])}, shape) for e in exc.errors(include_url=False)]
         if all(e["type"] != "json_invalid" for e in errors):
             _check_standard(raw)  # a NaN that failed a bound is still a body that is not JSON
         raise validation_error(field_errors(errors)) from None
     _check_standard(raw)
     return body
+
+
+@cache
+def _as_input_schema(shape: type[pydantic.BaseModel]) -> dict[str, Any]:
+    """``shape``'s JSON Schema where an operation's input schema (``capabilities``) holds its body, at ``/body``."""
+    body = shape.model_json_schema(ref_template="#/properties/body/$defs/{model}")
+    return {"type": "object", "properties": {"body": body}}
+
+
+def _hinted(error: dict[str, Any], shape: type[pydantic.BaseModel]) -> dict[str, Any]:
+    """pydantic's error for a body field ``shape`` does not have, told the field it most likely means, as
+    ``execute_capability`` tells it (``argument_hints.where_it_belongs``): ``{"contnet": ...}`` -> ``/body/content``."""
+    if error["type"] != "extra_forbidden":
+        return error
+    *at, name = error["loc"]
+    schema = _as_input_schema(shape)
+    hint = where_it_belongs(schema, str(name), error.get("input"), at, known_at(schema, at))
+    return {**error, "msg": f"{error['msg']}{hint}"}
 
 
 def _check_standard(raw: bytes) -> None:

@@ -26,11 +26,13 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Annotated
+from urllib.parse import unquote_to_bytes
 
 from fastapi import Request
 from pydantic import BeforeValidator
 from pydantic_core import PydanticCustomError
 
+from memory_bank.api.bodies import not_utf8
 from memory_bank.api.problems import validation_error
 from memory_bank.api.spelling import closest
 from memory_bank.errors import FieldError
@@ -46,6 +48,9 @@ def checked_query(*names: str, repeatable: tuple[str, ...] = (), headers: tuple[
     declared = frozenset(names) - frozenset(repeatable)
 
     def check(request: Request) -> None:
+        undecodable = _not_utf8(request.scope.get("query_string", b""))
+        if undecodable:
+            raise validation_error(undecodable)
         given_keys = [key for key, _ in request.query_params.multi_items()]
         errors = [
             FieldError(f"/query/{key}", "additionalProperties", f"is not a parameter of this operation{_hint(key, known)}")
@@ -60,6 +65,32 @@ def checked_query(*names: str, repeatable: tuple[str, ...] = (), headers: tuple[
             raise validation_error(errors)
 
     return check
+
+
+#: What a query parameter whose percent-decoded bytes are not UTF-8 is told to do.
+_SEND_UTF8 = " once percent-decoded; percent-encode the text's UTF-8 bytes (e.g. %C3%A9 for é)"
+
+
+def _not_utf8(query_string: bytes) -> list[FieldError]:
+    """The parameters of a query string whose name or value, percent-decoded, is not UTF-8.
+
+    Starlette reads such bytes as U+FFFD, so ``?q=%FF%FE`` searched for two replacement
+    characters and answered 200, where a body of the same bytes is refused (``api.bodies``).
+    A name that is not UTF-8 cannot be named back: its failure is at ``/query``.
+    """
+    errors = []
+    for pair in query_string.split(b"&"):
+        name, _, value = (unquote_to_bytes(part.replace(b"+", b" ")) for part in pair.partition(b"="))
+        try:
+            key = name.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            errors.append(not_utf8("/query", exc, f" in a parameter's name{_SEND_UTF8}"))
+            continue
+        try:
+            value.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            errors.append(not_utf8(f"/query/{key}", exc, _SEND_UTF8))
+    return errors
 
 
 def _hint(key: str, known: list[str]) -> str:

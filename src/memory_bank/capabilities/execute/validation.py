@@ -22,7 +22,7 @@ from typing import Any
 import jsonschema_rs
 from jsonschema import Draft202012Validator, ValidationError
 
-from memory_bank.capabilities.execute.argument_hints import object_example, where_it_belongs
+from memory_bank.api.argument_hints import object_example, where_it_belongs
 from memory_bank.errors import FieldError, json_pointer
 from memory_bank.pattern_messages import pattern_message
 

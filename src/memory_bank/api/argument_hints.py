@@ -9,7 +9,7 @@ call is checked against, say what would be right, for any operation.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from memory_bank.api.spelling import closest
@@ -85,6 +85,13 @@ def where_it_belongs(root: Schema, name: str, value: Any, sent_at: list[str | in
             return f"; did you mean {', '.join(place for [place] in moved)}?"
     close = closest(name, known_here)
     return f"; did you mean {json_pointer([*sent_at, close])}?" if close else ""
+
+
+def known_at(root: Schema, at: Sequence[str | int]) -> list[str]:
+    """The argument names the schema defines directly at ``at`` (``["body"]``; an array index as any
+    index): the names an unknown one at ``at`` may misspell, for ``where_it_belongs``."""
+    spot = [0 if isinstance(part, int) else part for part in at]
+    return list(dict.fromkeys(name for name, place in _places(root, root, [], frozenset()) if place[:-1] == spot))
 
 
 def _defined_at(root: Schema, name: str) -> list[str]:
