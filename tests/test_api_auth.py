@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memory_bank.store import open_database
 from memory_bank.store.tokens import TokenStore
@@ -121,3 +123,67 @@ def test_two_authorization_headers_are_refused_on_rest_and_mcp(app, settings, or
         assert answer.json()["code"] == "unauthorized"
         assert "one Authorization header" in answer.json()["detail"]
         assert answer.headers.get_list("www-authenticate") == [expected]
+
+
+SECRET = "mb_3fQxAb0123456789"
+MCP_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "execute_capability", "arguments": {"name": "listMemories"}}}
+
+
+@pytest.mark.parametrize(
+    ("headers", "said", "token_sent"),
+    [
+        ({}, "send Authorization: Bearer <token>", False),
+        ({"X-API-Key": SECRET}, "the token came in an X-API-Key header", False),
+        ({"Authorization": ""}, "the Authorization header is empty", False),
+        ({"Authorization": f"Baerer {SECRET}"}, "the Authorization scheme Baerer is not Bearer; did you mean Bearer?", False),
+        ({"Authorization": f"Token {SECRET}"}, "the Authorization scheme is Token", False),
+        ({"Authorization": "Basic dXNlcjpwYXNz"}, "the Authorization scheme is Basic", False),
+        ({"Authorization": f"Bearer: {SECRET}"}, "with a colon (Bearer:)", False),
+        ({"Authorization": f"bearer:{SECRET}"}, "with a colon (Bearer:)", False),
+        ({"Authorization": SECRET}, "a token with no scheme", False),
+        ({"Authorization": "Bearer"}, "the Bearer scheme but no token", False),
+        ({"Authorization": f"Bearer\t{SECRET}"}, "with something other than a space", False),
+        ({"Authorization": f'"Bearer {SECRET}"'}, "the Authorization header's value is in quotes", False),
+        ({"Authorization": f'Bearer "{SECRET}"'}, "the bearer token is in quotes", True),
+        ({"Authorization": f"Bearer '{SECRET}'"}, "the bearer token is in quotes", True),
+        ({"Authorization": "Bearer <token>"}, "the bearer token is in angle brackets", True),
+        ({"Authorization": f"Frobnicate {SECRET}"}, "the Authorization scheme is not Bearer", False),
+    ],
+)
+def test_a_recognisable_header_mistake_is_named_on_rest_and_mcp_never_the_token(
+    app, settings, headers: dict[str, str], said: str, token_sent: bool
+) -> None:
+    """Every mistake answered "send Authorization: Bearer <token>", which a client that sent
+    ``Token mb_...`` or ``X-API-Key`` reads as "you sent nothing". The 401 and its challenge are unchanged."""
+    expected = f'Bearer resource_metadata="{settings.public_url}/.well-known/oauth-protected-resource"'
+    if token_sent:
+        expected += ', error="invalid_token"'
+    with TestClient(app, base_url=settings.public_url) as client:
+        rest = client.get("/v1/memory", headers=headers)
+        mcp = client.post("/mcp", json=MCP_CALL, headers={**headers, "Accept": "application/json, text/event-stream"})
+    for answer in (rest, mcp):
+        assert answer.status_code == 401, answer.text
+        problem = answer.json()
+        assert problem["code"] == "unauthorized" and said in problem["detail"], problem["detail"]
+        assert problem["detail"].endswith(("Bearer <token>", "instead", "no colon", "no quotes", "around the token", "before the token"))
+        assert "3fQxAb" not in answer.text and "dXNlcjpwYXNz" not in answer.text
+        assert answer.headers.get_list("www-authenticate") == [expected]
+
+
+#: Characters of a token scheme (RFC 9110 §11.1), and a secret none of whose runs of five a message could hold.
+SCHEME = st.from_regex(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,20}", fullmatch=True)
+DIGIT_SECRET = st.text("0123456789", min_size=12, max_size=40)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(scheme=SCHEME.filter(lambda s: s.casefold() != "bearer"), secret=DIGIT_SECRET, separator=st.sampled_from([" ", "  ", ":", ": "]))
+def test_any_other_scheme_is_401_saying_to_send_bearer_without_echoing_the_token(
+    client: TestClient, scheme: str, secret: str, separator: str
+) -> None:
+    answer = client.get("/v1/memory", headers={"Authorization": f"{scheme}{separator}mb_{secret}"})
+    assert answer.status_code == 401
+    problem = answer.json()
+    assert problem["code"] == "unauthorized" and "send Authorization: Bearer <token>" in problem["detail"]
+    assert not any(secret[i : i + 5] in answer.text for i in range(len(secret) - 4))
+    assert answer.headers["www-authenticate"].startswith("Bearer resource_metadata=") and "error=" not in answer.headers["www-authenticate"]

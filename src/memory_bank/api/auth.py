@@ -23,6 +23,7 @@ from starlette.concurrency import run_in_threadpool
 
 from memory_bank.api.bodies import in_process_call
 from memory_bank.api.problems import HttpRefusal
+from memory_bank.api.spelling import closest
 from memory_bank.errors import PermissionDenied, Unauthorized
 from memory_bank.security.oauth import OAuthTokens, looks_like_jwt
 from memory_bank.security.principal import Principal
@@ -56,6 +57,64 @@ def bearer_token(request: Request) -> str | None:
     return token if scheme.lower() == "bearer" and token else None
 
 
+#: What every refusal for want of a bearer token ends with.
+SEND_BEARER = "send Authorization: Bearer <token>"
+
+#: Authorization schemes clients send by mistake, named back (in this spelling) when one is the
+#: scheme sent: Basic from curl's ``-u``, Token and ApiKey from other APIs' docs.
+KNOWN_SCHEMES = ("Basic", "Digest", "Negotiate", "NTLM", "DPoP", "OAuth", "Token", "ApiKey", "Api-Key", "Key", "JWT")
+
+#: Headers other APIs read a token from; one sent instead of Authorization is named back (never its value).
+TOKEN_HEADERS = ("X-API-Key", "Api-Key", "X-Auth-Token", "X-Access-Token")
+
+#: What a value is wrapped in when its first or last character is one of these: a token has none of them.
+_WRAPPERS = {'"': "quotes", "'": "quotes", "`": "backticks", "<": "angle brackets", ">": "angle brackets"}
+
+
+def _wrapper(text: str) -> str | None:
+    """``quotes`` when ``text`` starts or ends with one (``"mb_..."``), and so on for ``_WRAPPERS``; else None."""
+    return _WRAPPERS.get(text[:1]) or _WRAPPERS.get(text[-1:])
+
+
+def no_bearer_token(request: Request) -> str:
+    """Why ``bearer_token`` found no token in the request, and what to send instead.
+
+    A recognisable mistake is named: a token in an ``X-API-Key`` header, an empty header, a
+    scheme with a colon (``Bearer:``), a misspelt scheme (``Baerer``), another scheme (``Basic``,
+    ``Token``), a token with no scheme, a value in quotes. Nothing that could be the token or a
+    part of it is named back: a scheme only when it is one of ``KNOWN_SCHEMES`` (in that spelling)
+    or a misspelling of Bearer, a header by its name.
+    """
+    values = request.headers.getlist("authorization")
+    if not values:
+        other = next((name for name in TOKEN_HEADERS if name in request.headers), None)
+        if other is None:
+            return SEND_BEARER
+        return f"the token came in an {other} header, which is not read here; {SEND_BEARER} instead"
+    value = values[0].strip()
+    wrapped = _WRAPPERS.get(value[:1])
+    if wrapped is not None:
+        return f"the Authorization header's value is in {wrapped}; {SEND_BEARER}, with no {wrapped}"
+    words = value.split()
+    if not words:
+        return f"the Authorization header is empty; {SEND_BEARER}"
+    scheme, folded = words[0], words[0].casefold()
+    known = next((name for name in KNOWN_SCHEMES if name.casefold() == folded), None)
+    if folded == "bearer" and len(words) == 1:
+        return f"the Authorization header has the Bearer scheme but no token; {SEND_BEARER}"
+    if folded == "bearer":  # ``bearer_token`` reads the token after a space only
+        return f"the Authorization header separates Bearer from the token with something other than a space; {SEND_BEARER}"
+    if folded.startswith("bearer:"):
+        return f"the scheme is written with a colon (Bearer:); {SEND_BEARER}, with a space and no colon"
+    if known is not None:
+        return f"the Authorization scheme is {known}, and this service reads Bearer tokens only; {SEND_BEARER}"
+    if closest(folded, ["bearer"]) is not None:
+        return f"the Authorization scheme {scheme} is not Bearer; did you mean Bearer? {SEND_BEARER}"
+    if len(words) == 1:
+        return f"the Authorization header holds a token with no scheme; {SEND_BEARER}, the word Bearer before the token"
+    return f"the Authorization scheme is not Bearer; {SEND_BEARER}"
+
+
 def challenge(public_url: str, *, error: str | None = None, scope: str | None = None) -> dict[str, str]:
     """The ``WWW-Authenticate`` header of a refusal (RFC 6750 §3): where to discover how to get a
     token (RFC 9728), what was wrong with the one sent, and for ``insufficient_scope`` the scope to ask for."""
@@ -67,15 +126,17 @@ def challenge(public_url: str, *, error: str | None = None, scope: str | None = 
     return {"WWW-Authenticate": value}
 
 
-async def _principal_of(tokens: TokenStore, token: str | None, oauth: OAuthTokens | None = None) -> Principal:
-    """Whose bearer ``token`` is (None: none was sent), or ``unauthorized`` saying which is wrong.
+async def _principal_of(tokens: TokenStore, token: str, oauth: OAuthTokens | None = None) -> Principal:
+    """Whose bearer ``token`` is, or ``unauthorized`` saying what is wrong with it.
 
     The one token check of both doors: the REST routes and the MCP transport. A JWT goes to
     the authorization server's keys when one is configured (``security.oauth``), any other
-    token to the token table.
+    token to the token table. A token in quotes (``Bearer "mb_..."``) is told so, not looked up:
+    no token has a quote in it.
     """
-    if token is None:
-        raise Unauthorized("send Authorization: Bearer <token>")
+    wrapped = _wrapper(token)
+    if wrapped is not None:
+        raise Unauthorized(f"the bearer token is in {wrapped}; {SEND_BEARER}, with no {wrapped} around the token")
     if oauth is not None and looks_like_jwt(token):
         return await oauth.verify(token)
     principal = await run_in_threadpool(tokens.verify, token)
@@ -85,11 +146,14 @@ async def _principal_of(tokens: TokenStore, token: str | None, oauth: OAuthToken
 
 
 async def challenged_principal(tokens: TokenStore, request: Request, oauth: OAuthTokens | None, public_url: str) -> Principal:
-    """Whose the request's bearer token is (``bearer_token``, ``_principal_of``), a refusal carrying the
-    challenge a client discovers the authorization server by: ``invalid_token`` unless no bearer token was sent."""
+    """Whose the request's bearer token is (``bearer_token``, ``_principal_of``; ``no_bearer_token`` says why
+    there is none), a refusal carrying the challenge a client discovers the authorization server by:
+    ``invalid_token`` unless no bearer token was sent."""
     token: str | None = None
     try:
         token = bearer_token(request)
+        if token is None:
+            raise Unauthorized(no_bearer_token(request))
         return await _principal_of(tokens, token, oauth)
     except Unauthorized as refused:
         sent = token is not None or len(request.headers.getlist("authorization")) > 1
