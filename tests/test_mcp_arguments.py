@@ -22,8 +22,10 @@ from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memory_bank.app import create_app
 from memory_bank.capabilities.execute.dispatch import Executor
 from memory_bank.capabilities.execute.validation import MOST_FAILURES
+from memory_bank.settings import McpToolsMode, Settings
 from memory_bank.store.tables import AuditEventRow
 from support.clients import MakeToken
 from support.mcp_live import LiveServer, call_tool, live_server, post_rpc
@@ -191,3 +193,35 @@ def test_an_array_far_past_its_bound_is_told_in_a_few_lines(app: FastAPI, make_t
     assert ("/body/tags", "maxItems") in [(e["field"], e["rule"]) for e in problem["errors"]]
     assert len(problem["errors"]) == MOST_FAILURES + 1 and len(text) < 20_000, (len(problem["errors"]), len(text))
     assert problem["errors"][-1] == {"field": "", "rule": "more", "message": f"more failures are not listed: mend these {MOST_FAILURES} and call again"}
+
+
+@pytest.mark.parametrize(
+    ("mode", "name", "said"),
+    [
+        (McpToolsMode.meta, "postMemory", 'postMemory is an operation, not a tool: run it with execute_capability {"name": "postMemory", ...}'),
+        (McpToolsMode.meta, "postmemory", 'did you mean the operation postMemory? It is one, not a tool: run it with execute_capability'),
+        (McpToolsMode.meta, "launchRocket", "tools/list names the tools this token may call"),
+        (McpToolsMode.direct, "postmemory", "did you mean postMemory?"),
+        (McpToolsMode.direct, "execute_capability", "tools/list names the tools this token may call"),
+    ],
+)
+def test_an_operation_called_as_a_tool_is_told_how_this_mode_runs_it(
+    database_url: str, make_token: MakeToken, mode: McpToolsMode, name: str, said: str
+) -> None:
+    """``tools/call postMemory`` answered "Unknown tool" and nothing more in meta mode, where it is
+    run with execute_capability; direct mode, where operations are tools, still runs it as one."""
+    app = create_app(Settings(database_url=database_url, mcp_tools=mode))
+    token = make_token("org-operation-as-tool", "ann")
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": {"body": {"content": "x"}}}}
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+    try:
+        with TestClient(app, base_url="http://127.0.0.1") as client:
+            error = client.post("/mcp", json=message, headers=headers).json()["error"]
+            assert error["code"] == -32602 and error["message"].startswith(f"Unknown tool: {name}; {said}"), error
+            if mode is McpToolsMode.direct:
+                assert not call_tool(client, token, "postMemory", {"body": {"content": "a tool here"}})["isError"]
+            else:
+                called = call_tool(client, token, "execute_capability", {"name": "postMemory", "body": {"content": "as told"}})
+                assert not called["isError"], called
+    finally:
+        app.state.engine.dispose()

@@ -39,8 +39,8 @@ def build_server(toolbox: Toolbox, caller_of: CallerOf) -> Server[Any]:
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
             outcome = await toolbox.call(params.name, params.arguments or {}, caller_of(ctx))
-        except UnknownTool:
-            message = f"Unknown tool: {_shown(params.name)}; tools/list names the tools this token may call"
+        except UnknownTool as unknown:
+            message = f"Unknown tool: {_shown(params.name)}; {unknown.advice}"
             raise MCPError(code=types.INVALID_PARAMS, message=message) from None
         if ctx.request is not None:  # over HTTP; the name is one the toolbox serves, so labels stay bounded
             name_operation(ctx.request.scope, f"{MCP_OPERATION}:{params.name}")

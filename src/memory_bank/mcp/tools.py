@@ -28,6 +28,7 @@ import mcp_types as types
 
 from memory_bank.api.auth import ANY_TOKEN
 from memory_bank.api.problems import validation_error
+from memory_bank.api.spelling import closest
 from memory_bank.capabilities.cards import cards_text
 from memory_bank.capabilities.execute.dispatch import Call, Executor, Refusal
 from memory_bank.capabilities.execute.outcome import Caller, Outcome
@@ -149,8 +150,19 @@ def brief(outcome: Outcome, confident: float) -> Outcome:
     return replace(outcome, text=cards_text(models.CapabilitySearchResult.model_validate(outcome.structured), confident))
 
 
+#: What an unknown tool's error says to do when nothing more specific fits.
+LIST_TOOLS = "tools/list names the tools this token may call"
+
+
 class UnknownTool(LookupError):
-    """A ``tools/call`` for a name this mode does not list: a protocol error, not a tool result."""
+    """A ``tools/call`` for a name this mode does not list: a protocol error, not a tool result.
+
+    ``advice`` is what to call instead (``Toolbox.advice``), for the error's message.
+    """
+
+    def __init__(self, name: str, advice: str = LIST_TOOLS) -> None:
+        super().__init__(name)
+        self.advice = advice
 
 
 META_INSTRUCTIONS = (
@@ -319,7 +331,19 @@ class Toolbox:
             return self._executor.prepare(arguments["name"], rest, caller)
         if self._direct and self._registry.get(name) is not None:
             return self._executor.prepare(name, arguments, caller)
-        raise UnknownTool(name)
+        raise UnknownTool(name, self._advice(name))
+
+    def _advice(self, name: str) -> str:
+        """What to call instead of unknown tool ``name``. An operation's name (``postMemory``, or
+        ``postmemory`` for it) is, where only the meta-tools are listed, told the ``execute_capability``
+        call that runs it; where operations are tools (direct mode), its misspelling is told the tool."""
+        operation = closest(name, [c["name"] for c in self._registry])
+        if operation is None:
+            return LIST_TOOLS
+        if self._direct:  # not ``name`` itself, which would have been run as its tool
+            return f"did you mean {operation}?"
+        named = f"{name} is an operation" if operation == name else f"did you mean the operation {operation}? It is one"
+        return f'{named}, not a tool: run it with {EXECUTE} {{"name": "{operation}", ...}} (its arguments as path, query, header, body)'
 
     def _search(self, arguments: Mapping[str, Any]) -> Call:
         query = {"q": arguments["query"], **{k: v for k, v in arguments.items() if k != "query"}}
