@@ -110,6 +110,11 @@ class Unauthorized(DomainError):
 class PermissionDenied(DomainError):
     code = ErrorCode.permission_denied
 
+    @classmethod
+    def deactivated(cls, agent_id: str) -> PermissionDenied:
+        """A write by a deactivated agent: the answer of ``resolve_agent`` and of the write's own transaction."""
+        return cls(f"agent {agent_id!r} is deactivated")
+
 
 class NotFound(DomainError):
     code = ErrorCode.not_found

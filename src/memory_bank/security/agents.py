@@ -5,6 +5,10 @@ names, else fail closed. Either way the agent must be registered in the caller's
 and active; a missing agent and another org's agent get the same answer, so a caller
 learns nothing about other orgs. The lookup is a fresh indexed read on every write
 (no cache): replicas share nothing, and a deactivation must bite at once everywhere.
+It is a read before the write, though: a write that passed it just before a deactivation
+would still commit after the admin was answered. The write's own transaction therefore
+reads the agent again (``store.agents.writing_as``), and that read is what makes the
+deactivation final; this one answers early and names the agent in the audit event.
 
 The registry is any ``AgentDirectory`` (``store.agents.AgentStore`` in the app), so the
 policy holds no SQL.
@@ -56,7 +60,7 @@ class AgentResolver:
         if row is None:
             raise PermissionDenied(f"agent {agent_id!r} is not registered in this org{UNREGISTERED_HINT}")
         if not row.active:
-            raise PermissionDenied(f"agent {agent_id!r} is deactivated")
+            raise PermissionDenied.deactivated(agent_id)
         attribute_agent(agent_id)
         return agent_id
 

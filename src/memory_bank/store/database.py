@@ -184,18 +184,24 @@ def open_database(settings: Settings) -> Engine:
 
 
 @contextmanager
-def transaction(engine: Engine, *, write: bool = False, wait: bool = True) -> Iterator[Session]:
+def transaction(
+    engine: Engine, *, write: bool = False, wait: bool = True, read_committed: bool = False
+) -> Iterator[Session]:
     """One unit of work, committed on success and rolled back on any exception.
 
     Objects stay readable after commit (``expire_on_commit=False``): rows are
     handed back to handlers after the session is gone. A write with ``wait=False`` is
     ``DatabaseBusy`` at once where another holds SQLite's write lock, instead of waiting
     for it: bookkeeping that a read does on the way must not make the read wait on writers.
+    ``read_committed`` runs it at READ COMMITTED on MySQL/MariaDB (set before its first
+    statement, the only time it can be); SQLite's transactions are serializable either way.
     """
     bind = engine.execution_options(**{_WRITE: True, _NO_WAIT: not wait}) if write else engine
     queue = writer_queue(engine, SQLITE_WRITE_QUEUE_SECONDS if wait else 0) if write else nullcontext()
     try:
         with queue, Session(bind, expire_on_commit=False) as session, session.begin():
+            if read_committed and engine.dialect.name == "mysql":
+                session.connection(execution_options={"isolation_level": "READ COMMITTED"})
             yield session
             changes.write(session)  # last before COMMIT: see store.search.changes
     except DBAPIError as exc:

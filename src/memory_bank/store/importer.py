@@ -48,6 +48,7 @@ from sqlmodel import Session, col
 
 from memory_bank.errors import Conflict, FieldError, InvalidInput
 from memory_bank.security.principal import Principal
+from memory_bank.store.agents import writing_as
 from memory_bank.store.columns import ID_LENGTH, UTCDateTime, command_line_safe, utcnow
 from memory_bank.store.contention import DatabaseBusy
 from memory_bank.store.database import transaction
@@ -545,21 +546,22 @@ def run(engine: Engine, principal: Principal, records: Sequence[Record]) -> tupl
     retired: list[MemoryRow] = []
     for start in range(0, len(planned.deletions), BATCH_ROWS):  # first: a new head may take the keypath a deleted one held
         deletions = planned.deletions[start : start + BATCH_ROWS]
-        retired += _retrying(engine, partial(delete_stored, principal=principal, deletions=deletions), len(retired))
+        retired += _retrying(engine, principal, partial(delete_stored, principal=principal, deletions=deletions), len(retired))
     imported = len(retired)
     for batch in planned.batches:
         rows = new_rows(principal, batch, engine.get_execution_options().get(EMBEDDER_OPTION))
-        written = _retrying(engine, partial(write_batch, principal=principal, batch=batch, rows=rows), imported)
+        written = _retrying(engine, principal, partial(write_batch, principal=principal, batch=batch, rows=rows), imported)
         imported += written.rows
         retired += written.retired
     return imported, len(records) - imported, retired
 
 
-def _retrying(engine: Engine, write: Callable[[Session], T], written: int) -> T:
-    """``write`` in a write transaction of its own, again when a concurrent writer got in first."""
+def _retrying(engine: Engine, principal: Principal, write: Callable[[Session], T], written: int) -> T:
+    """``write`` in a write transaction of its own, as the caller's agent (refused once it is
+    deactivated: the batches written before stay), again when a concurrent writer got in first."""
     for _ in range(BATCH_ATTEMPTS):
         try:
-            with transaction(engine, write=True) as session:
+            with writing_as(engine, principal.org_id, principal.agent_id) as session:
                 return write(session)
         except (Raced, IntegrityError):
             continue
