@@ -234,7 +234,18 @@ def test_problem_documents_list_a_bounded_number_of_bad_lines(gus: TestClient) -
     response = gus.post("/v1/memory/import", content="{\n" * 500)
     problem = response.json()
     assert response.status_code == 422 and len(problem["errors"]) == 100 and problem["detail"].startswith("500 line(s)")
+    assert "the first 100 of 500 errors are listed" in problem["detail"]
     assert json.dumps(problem)  # still one small document
+
+
+def test_a_line_that_fails_several_rules_counts_once(gus: TestClient) -> None:
+    """A record superseding itself fails three rules on one line: the detail counts lines, as it says."""
+    one(gus)
+    record = json.loads(gus.get("/v1/memory/export").text.splitlines()[0])
+    itself = "B" * 21
+    line = json.dumps(record | {"id": itself, "version": 2, "supersedes_id": itself})
+    problem = gus.post("/v1/memory/import", content=line + "\n").json()
+    assert problem["status"] == 422 and len(problem["errors"]) > 1 and problem["detail"].startswith("1 line(s) are invalid")
 
 
 # -- bounded transactions ----------------------------------------------------------------

@@ -40,7 +40,7 @@ def test_same_content_is_one_record(store: MemoryStore, ann) -> None:
     first, _ = store.create(ann, {"content": "Deploys go through Daytona"})
     again, created = store.create(ann, {"content": "  Deploys go through Daytona\n"})
     assert not created and again.id == first.id
-    with pytest.raises(Conflict, match=f"saved as memory {first.id} with another tags"):  # not a repeat: it asks for more
+    with pytest.raises(Conflict, match=f"saved as memory {first.id} with different tags"):  # not a repeat: it asks for more
         store.create(ann, {"content": "Deploys go through Daytona", "tags": ["x"]})
 
 

@@ -121,9 +121,12 @@ def line_error(line: int, rule: str, message: str) -> FieldError:
 
 
 def invalid_lines(errors: list[FieldError]) -> InvalidInput:
-    listed = "" if len(errors) <= MAX_REPORTED_ERRORS else f" (the first {MAX_REPORTED_ERRORS} are listed)"
+    """The 422 for a file with ``errors``: it counts lines, as it says, since one line may fail several
+    rules (a record superseding itself failed three and was "3 line(s)")."""
+    lines = len({error.field for error in errors})
+    listed = "" if len(errors) <= MAX_REPORTED_ERRORS else f" (the first {MAX_REPORTED_ERRORS} of {len(errors)} errors are listed)"
     return InvalidInput(
-        f"{len(errors)} line(s) are invalid{listed}; nothing was imported",
+        f"{lines} line(s) are invalid{listed}; nothing was imported",
         errors[:MAX_REPORTED_ERRORS],
     )
 

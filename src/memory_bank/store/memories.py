@@ -503,7 +503,7 @@ def _saved_otherwise(head: MemoryRow, differing: Sequence[str]) -> Conflict:
     patchable = [name for name in differing if name in PATCHABLE_FIELDS]
     advice = f"; PATCH /v1/memory/{head.id} to change {', '.join(patchable)}" if patchable else ""
     return Conflict(
-        f"these words were saved as memory {head.id} with another {', '.join(differing)}, so this is not a"
+        f"these words were saved as memory {head.id} with different {', '.join(differing)}, so this is not a"
         f" repeat of that save{advice}"
     )
 
