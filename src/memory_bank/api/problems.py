@@ -11,7 +11,7 @@ failing field. Exceptions no handler here expects become the 500 document in
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from memory_bank.api.spelling import closest
 from memory_bank.errors import (
     ERROR_BY_CODE,
     BackendUnavailable,
@@ -31,6 +32,7 @@ from memory_bank.errors import (
     InvalidInput,
     field_errors,
 )
+from memory_bank.generated.spec import SPEC
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +40,25 @@ PROBLEM_JSON = "application/problem+json"
 
 #: The methods an ``Allow`` header may name, in the order it names them.
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+
+def _query_names(item: Mapping[str, Any], operation: Mapping[str, Any]) -> frozenset[str]:
+    """The query parameters an operation of the spec declares (``$ref``s to its components resolved)."""
+    declared = [*item.get("parameters", ()), *operation.get("parameters", ())]
+    resolved = [SPEC["components"]["parameters"][p["$ref"].rsplit("/", 1)[1]] if "$ref" in p else p for p in declared]
+    return frozenset(p["name"] for p in resolved if p.get("in") == "query")
+
+
+#: Method -> the spec's path templates for it, each with the query parameters it takes: what a
+#: misspelt path is compared with.
+_SPEC_PATHS: dict[str, list[tuple[str, frozenset[str]]]] = {}
+for _path, _item in SPEC["paths"].items():
+    for _method, _operation in _item.items():
+        if _method.upper() in HTTP_METHODS:
+            _SPEC_PATHS.setdefault(_method.upper(), []).append((_path, _query_names(_item, _operation)))
+for _templates in _SPEC_PATHS.values():  # a route of literals before one whose placeholder a word may fill
+    _templates.sort(key=lambda template: template[0].count("{"))
 
 @dataclass(frozen=True)
 class ProblemType:
@@ -169,6 +190,38 @@ def _served_without_the_slash(request: Request) -> str | None:
     return bare if any(route.matches(scope)[0] is Match.FULL for route in request.app.router.routes) else None
 
 
+def _misspelt_route(request: Request, *, taking_its_query: bool = False) -> str | None:
+    """The path of a route for this method that the request's path misspells in one literal
+    segment (``/v1/memory/serch`` -> ``/v1/memory/search``, ``/v1/memroy`` -> ``/v1/memory``),
+    the request's own values kept in the route's placeholders; with ``taking_its_query``, only a
+    route that takes every query parameter sent. None when there is none."""
+    sent = request.url.path.strip("/").split("/")
+    method = "GET" if request.method == "HEAD" else request.method
+    for template, query in _SPEC_PATHS.get(method, ()):
+        parts = template.strip("/").split("/")
+        if len(parts) != len(sent) or (taking_its_query and not set(request.query_params) <= query):
+            continue
+        differing = [(part, given) for part, given in zip(parts, sent) if part != given and not part.startswith("{")]
+        if len(differing) == 1 and closest(differing[0][1], [differing[0][0]]):
+            return "/" + "/".join(given if part.startswith("{") else part for part, given in zip(parts, sent))
+    return None
+
+
+def _not_served(request: Request, route: str) -> str:
+    return f"nothing is served at {request.url.path}; did you mean {route}?"
+
+
+def _misspelt_route_refusal(request: Request, errors: Sequence[FieldError]) -> DomainError | None:
+    """404 naming the route, when a request refused for its path or query arguments alone has a
+    path that misspells a route's: ``/v1/memory/serch?q=x`` matched ``/v1/memory/{memory_id}``,
+    and "serch is no memory id" or "q is not a parameter" would send the client the wrong way."""
+    if not errors or not all(e.field.startswith(("/path/", "/query/")) for e in errors):
+        return None
+    # Refused for its query alone, the path may be a route's: the route it misspells must take that query.
+    route = _misspelt_route(request, taking_its_query=not any(e.field.startswith("/path/") for e in errors))
+    return error_for_status(404, _not_served(request, route), ErrorCode.invalid_params) if route else None
+
+
 def problem_response(request: Request, failure: DomainError | HttpRefusal) -> JSONResponse:
     refusal = failure if isinstance(failure, HttpRefusal) else HttpRefusal(failure)
     request_id = getattr(request.state, "request_id", None)
@@ -186,11 +239,14 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     async def on_domain_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, DomainError | HttpRefusal)
+        if isinstance(exc, InvalidInput) and (misspelt := _misspelt_route_refusal(request, exc.errors)):
+            return problem_response(request, misspelt)
         return problem_response(request, exc)
 
     async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        return problem_response(request, validation_error(field_errors(exc.errors())))
+        errors = field_errors(exc.errors())
+        return problem_response(request, _misspelt_route_refusal(request, errors) or validation_error(errors))
 
     async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
@@ -200,6 +256,8 @@ def install_problem_handlers(app: FastAPI) -> None:
             headers["Allow"] = ", ".join(allowed_methods(request))
         elif exc.status_code == 404 and (served := _served_without_the_slash(request)):
             detail = f"nothing is served at {request.url.path}; {served} is (without the trailing slash)"
+        elif exc.status_code == 404 and (route := _misspelt_route(request)):
+            detail = _not_served(request, route)
         error = error_for_status(exc.status_code, detail, ErrorCode.invalid_params)
         return problem_response(request, HttpRefusal(error, headers=headers))
 
