@@ -59,6 +59,8 @@ for _path, _item in SPEC["paths"].items():
             _SPEC_PATHS.setdefault(_method.upper(), []).append((_path, _query_names(_item, _operation)))
 for _templates in _SPEC_PATHS.values():  # a route of literals before one whose placeholder a word may fill
     _templates.sort(key=lambda template: template[0].count("{"))
+#: Every literal segment of the spec's paths: a word a client spelt right, whichever route it is in.
+_LITERALS = frozenset(part for path in SPEC["paths"] for part in path.strip("/").split("/") if not part.startswith("{"))
 
 @dataclass(frozen=True)
 class ProblemType:
@@ -194,7 +196,9 @@ def _misspelt_route(request: Request, *, taking_its_query: bool = False) -> str 
     """The path of a route for this method that the request's path misspells in one literal
     segment (``/v1/memory/serch`` -> ``/v1/memory/search``, ``/v1/memroy`` -> ``/v1/memory``),
     the request's own values kept in the route's placeholders; with ``taking_its_query``, only a
-    route that takes every query parameter sent. None when there is none."""
+    route that takes every query parameter sent. None when there is none. A segment that is a
+    literal of some route is spelt right: ``.../deactivate`` with a bad agent id is no misspelt
+    ``.../reactivate``."""
     sent = request.url.path.strip("/").split("/")
     method = "GET" if request.method == "HEAD" else request.method
     for template, query in _SPEC_PATHS.get(method, ()):
@@ -202,7 +206,7 @@ def _misspelt_route(request: Request, *, taking_its_query: bool = False) -> str 
         if len(parts) != len(sent) or (taking_its_query and not set(request.query_params) <= query):
             continue
         differing = [(part, given) for part, given in zip(parts, sent) if part != given and not part.startswith("{")]
-        if len(differing) == 1 and closest(differing[0][1], [differing[0][0]]):
+        if len(differing) == 1 and differing[0][1] not in _LITERALS and closest(differing[0][1], [differing[0][0]]):
             return "/" + "/".join(given if part.startswith("{") else part for part, given in zip(parts, sent))
     return None
 
