@@ -9,7 +9,8 @@ can match them; each does it with one function used on both sides:
   :data:`API_STOPWORDS` dropped, stemmed;
 * :func:`folded_terms` for memories, whose text is prose in any script: case,
   compatibility forms and accents folded (:func:`fold`), split at every non-alphanumeric
-  character (``v2`` stays one word), :data:`MEMORY_STOPWORDS` dropped, stemmed.
+  character (``v2`` stays one word), :data:`MEMORY_STOPWORDS` dropped, stemmed; scripts
+  written without spaces as characters and pairs, an emoji as a term.
 
 The two lists differ because the two searches were tuned on different data: each is
 part of its search's ranking, and changing one changes that search's figures.
@@ -55,6 +56,20 @@ MEMORY_STOPWORDS = frozenset(
 _RUN = re.compile(r"[^\W\d_]+|\d+")
 #: Runs of letters and digits together: every separator (space, punctuation, ``_``) splits.
 _WORD = re.compile(r"[^\W_]+")
+
+#: A word run (as :data:`_WORD`) or one character of anything else but space: a symbol
+#: (category ``So``: an emoji, a dingbat) becomes a term, punctuation is dropped.
+_WORD_OR_SYMBOL = re.compile(r"[^\W_]+|[^\w\s]")
+#: Scripts written without spaces between words (Han, kana, Hangul, Thai, Lao, Myanmar,
+#: Khmer): their runs are searched by characters and pairs (:func:`_unspaced_terms`).
+_UNSPACED_CHARS = (
+    "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
+)
+_UNSPACED_SPLIT = re.compile(f"([{_UNSPACED_CHARS}]+)")
+#: What a symbol's term starts with, before its code point in hex (🍕 -> ``sym1f355``):
+#: letters and digits only, so both full-text indexes keep it as one word.
+SYMBOL_PREFIX = "sym"
 
 #: What may be one value in API text or a request: letters, digits and the separators ids
 #: are made with (``mem_01J9ZK3Q``, a UUID, ``CA107308006SI``).
@@ -163,20 +178,45 @@ def _word_terms(text: str, participles: bool) -> list[str]:
 
 
 def fold(text: str) -> str:
-    """Lower-cased, compatibility-normalised, accents dropped (``Café`` -> ``cafe``).
+    """Lower-cased, compatibility-normalised, accents dropped (``Café`` -> ``cafe``); what
+    is left is composed again, so a Hangul syllable stays one character.
 
     ASCII text is only lower-cased: it has nothing to decompose or drop, and the general
     path, a Python test per character, was most of the time of indexing an English memory."""
     if text.isascii():
         return text.lower()
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
+    decomposed = unicodedata.normalize("NFKD", text).casefold()
+    return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
 
 
 def folded_terms(text: str) -> list[str]:
     """The search terms of memory ``text`` in order: folded words, :data:`MEMORY_STOPWORDS`
-    dropped, stemmed."""
-    return [stem(word) for word in _WORD.findall(fold(text)) if word not in MEMORY_STOPWORDS]
+    dropped, stemmed; a run of a script written without spaces as its characters and their
+    adjacent pairs (:func:`_unspaced_terms`); a symbol such as an emoji as a term of its own
+    (:data:`SYMBOL_PREFIX`)."""
+    if text.isascii():
+        return [stem(word) for word in _WORD.findall(text.lower()) if word not in MEMORY_STOPWORDS]
+    terms: list[str] = []
+    for match in _WORD_OR_SYMBOL.finditer(fold(text)):
+        run = match[0]
+        if not run[0].isalnum():  # one character that is neither letter nor digit
+            terms += [f"{SYMBOL_PREFIX}{ord(run):x}"] if unicodedata.category(run) == "So" else []
+            continue
+        for part in _UNSPACED_SPLIT.split(run):  # spaced and unspaced scripts, alternating
+            if _UNSPACED_SPLIT.fullmatch(part):
+                terms += _unspaced_terms(part)
+            elif part and part not in MEMORY_STOPWORDS:
+                terms.append(stem(part))
+    return terms
+
+
+def _unspaced_terms(run: str) -> list[str]:
+    """``"披萨店"`` -> ``["披", "披萨", "萨", "萨店", "店"]``: each character and each adjacent
+    pair, in order. Chinese, Japanese and Thai put no space between words (and Korean glues
+    particles to them), so a word of a query is found inside a memory's run by its pairs,
+    and a one-character word by itself: the CJK bigram analysis of Lucene and Elasticsearch,
+    with unigrams kept."""
+    return [term for i, char in enumerate(run) for term in (char, run[i : i + 2])][: 2 * len(run) - 1]
 
 
 def phrases(words: list[str]) -> list[str]:

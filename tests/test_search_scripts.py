@@ -1,0 +1,109 @@
+"""Memories in scripts written without spaces, and emoji, are found by what a person types.
+
+Chinese, Japanese and Thai put no space between words, so a word is found inside a
+memory's run by its characters and their pairs; an emoji is a term of its own
+(``textsearch.tokenize.folded_terms``). Both backends, and the index plan an owner too
+large to scan takes, as well as the scan."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+import sqlalchemy as sa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy.engine import Engine
+from support.revisions import rerun
+
+from memory_bank.store import MemoryFilter, MemoryStore
+from memory_bank.store.database import create_schema
+from memory_bank.store.search import lexical
+from memory_bank.store.search.text import query_terms, search_text
+from memory_bank.store.tables import MemoryRow
+
+EVERYTHING = MemoryFilter()
+
+MEMORIES = {
+    "pizza": "我喜欢吃披萨，尤其是周五晚上",
+    "tokyo": "東京タワーに行った",
+    "seoul": "서울에 갔다",
+    "bangkok": "ไปกรุงเทพเมื่อวาน",
+    "emoji": "Team lunch 🍕 then 👍🏽 from Ann",
+    "english": "pizza on friday evenings",
+}
+
+FOUND_BY = [
+    ("披萨", "pizza"),  # a word inside a run
+    ("周五", "pizza"),
+    ("吃", "pizza"),  # a one-character word
+    ("東京", "tokyo"),
+    ("タワー", "tokyo"),
+    ("서울", "seoul"),  # a name with a particle glued to it
+    ("กรุงเทพ", "bangkok"),
+    ("🍕", "emoji"),
+    ("👍", "emoji"),  # the skin tone is a modifier, not part of the symbol
+    ("pizza", "english"),  # the emoji is not read as its name
+]
+
+
+@pytest.fixture(params=["scan", "index plan"])
+def scripts_store(request: pytest.FixtureRequest, engine: Engine, make_principal, monkeypatch: pytest.MonkeyPatch):
+    store = MemoryStore(engine, lexical_cache_bytes=0) if request.param == "index plan" else MemoryStore(engine)
+    if request.param == "index plan":
+        monkeypatch.setattr(lexical, "SCAN_ROWS", 0)
+    ann = make_principal()
+    ids = {name: store.create(ann, {"content": content})[0].id for name, content in MEMORIES.items()}
+    return store, ann, ids
+
+
+@pytest.mark.parametrize(("query", "name"), FOUND_BY)
+def test_a_word_of_an_unspaced_script_or_an_emoji_finds_its_memory(scripts_store, query: str, name: str) -> None:
+    store, ann, ids = scripts_store
+    found = [row.id for row, _ in store.search(ann, EVERYTHING, query, 10)]
+    assert found and found[0] == ids[name], (query, found)
+    assert found == [ids[name]], (query, found)
+
+
+UNSPACED = st.sampled_from("我喜欢吃披萨尤其是周五晚上東京タワーに行ったひらがなカタカナ서울에갔다ไปกรงเทพ")
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(prefix=st.text(UNSPACED, max_size=8), word=st.text(UNSPACED, min_size=1, max_size=4), suffix=st.text(UNSPACED, max_size=8))
+def test_every_run_inside_an_unspaced_text_matches_it(prefix: str, word: str, suffix: str) -> None:
+    """Every term of a query that is a run of the memory's text is one of the memory's terms."""
+    indexed = search_text(prefix + word + suffix)
+    assert all(f" {term} " in indexed for term in query_terms(word))
+
+
+#: Symbols that are themselves in compatibility form (emoji, dingbats; not "Ⓐ", which is "a").
+SYMBOLS = st.characters(categories=["So"]).filter(lambda c: unicodedata.normalize("NFKD", c) == c)
+
+
+@given(st.text(SYMBOLS, min_size=1, max_size=5))
+def test_every_symbol_is_a_term_that_both_sides_share(symbols: str) -> None:
+    indexed = search_text(f"note {symbols} end")
+    terms = query_terms(symbols)
+    assert terms and all(f" {term} " in indexed for term in terms)
+
+
+def test_rows_indexed_before_are_indexed_anew_and_plain_ascii_rows_are_left_alone(
+    engine: Engine, store: MemoryStore, make_principal
+) -> None:
+    """Revision 0009 clears the search text of every row whose text is not plain ASCII, and the
+    start-up backfill writes the new terms; an ASCII row's search text is not touched."""
+    ann = make_principal()
+    ids = {name: store.create(ann, {"content": content})[0].id for name, content in MEMORIES.items()}
+    tagged, _ = store.create(ann, {"content": "lunch", "tags": ["晚餐"]})
+    with engine.begin() as connection:  # the terms the code before wrote: a run was one term, an emoji none
+        connection.execute(sa.update(MemoryRow).values(search_text=" old ").where(MemoryRow.content != MEMORIES["english"]))
+        connection.execute(sa.update(MemoryRow).values(search_text=" untouched ").where(MemoryRow.content == MEMORIES["english"]))
+    assert store.search(ann, EVERYTHING, "披萨", 5) == []
+    rerun(engine, "0009", before="0008")
+    create_schema(engine)  # the start-up backfill
+    for query, name in FOUND_BY[:-1]:
+        assert [row.id for row, _ in store.search(ann, EVERYTHING, query, 5)][:1] == [ids[name]], query
+    assert [row.id for row, _ in store.search(ann, EVERYTHING, "晚餐", 5)][:1] == [tagged.id]
+    with engine.connect() as connection:
+        kept = connection.execute(sa.select(MemoryRow.search_text).where(MemoryRow.content == MEMORIES["english"])).scalar_one()
+    assert kept == " untouched "
