@@ -149,3 +149,51 @@ def test_a_start_on_a_database_with_tokens_says_how_to_mint_one(engine, capsys: 
     again = " ".join(capsys.readouterr().err.split())
     assert "Development token" in first and tokens.count() == 1
     assert "printed at the first start" in again and "memory-bank token create --org dev --user dev" in again
+
+
+def raw_exchange(url: str, request: bytes, packet: int = 1024) -> tuple[int, dict[str, str], bytes]:
+    """``request`` sent over a socket in ``packet``-byte pieces (as a network delivers a long
+    head); the status, headers and body of what comes back before the server closes."""
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        for start in range(0, len(request), packet):
+            connection.sendall(request[start : start + packet])
+            time.sleep(0.001)
+        received = b""
+        while chunk := connection.recv(65536):
+            received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    headers = {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in lines)}
+    return int(status_line.split()[1]), headers, body
+
+
+@pytest.mark.parametrize(
+    "request_head",
+    [
+        b"GET /v1/memory/search?q=" + b"a" * 40_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",  # a URL over the limit
+        b"GET /v1/memory HTTP/1.1\r\nHost: x\r\nX-Notes: " + b"n" * 40_000 + b"\r\n\r\n",  # one long header
+        b"GET /v1/memory HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-%d: y\r\n" % i for i in range(3000)) + b"\r\n",
+    ],
+    ids=["url", "header", "many headers"],
+)
+def test_a_request_head_over_the_limit_is_a_431_problem_not_plain_text(served: Served, request_head: bytes) -> None:
+    status, headers, body = raw_exchange(served.url, request_head)
+    assert (status, headers["content-type"], headers["connection"]) == (431, "application/problem+json", "close")
+    document = httpx.Response(status, content=body).json()
+    assert document["code"] == "request_head_too_large" and "16 KB" in document["detail"]
+
+
+@pytest.mark.parametrize(
+    "request_head",
+    [b"GARBAGE\r\n\r\n", b"GET /v1/memory HTTP/1.1\r\nno colon here\r\n\r\n", b"G\xc3\xa9T / HTTP/1.1\r\n\r\n"],
+)
+def test_bytes_that_are_not_http_get_a_400_problem(served: Served, request_head: bytes) -> None:
+    status, headers, body = raw_exchange(served.url, request_head)
+    assert (status, headers["content-type"]) == (400, "application/problem+json")
+    assert httpx.Response(status, content=body).json()["code"] == "malformed_request"
+
+
+def test_a_long_url_under_the_limit_still_reaches_the_app(served: Served) -> None:
+    status, headers, body = raw_exchange(served.url, b"GET /v1/memory/search?q=" + b"a" * 12_000 + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert status == 401 and httpx.Response(status, content=body).json()["code"] == "unauthorized"

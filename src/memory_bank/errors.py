@@ -28,6 +28,8 @@ class ErrorCode(StrEnum):
     unsupported_media_type = "unsupported_media_type"
     invalid_params = "invalid_params"
     payload_too_large = "payload_too_large"
+    request_head_too_large = "request_head_too_large"
+    malformed_request = "malformed_request"
     conflict = "conflict"
     rate_limited = "rate_limited"
     rate_limit_unavailable = "rate_limit_unavailable"
@@ -148,6 +150,18 @@ class PayloadTooLarge(DomainError):
     code = ErrorCode.payload_too_large
 
 
+class RequestHeadTooLarge(DomainError):
+    """The request line and headers are over what the server reads before a body."""
+
+    code = ErrorCode.request_head_too_large
+
+
+class MalformedRequest(DomainError):
+    """Bytes that are not an HTTP request at all: nothing to route, so nothing else to say."""
+
+    code = ErrorCode.malformed_request
+
+
 class Conflict(DomainError):
     code = ErrorCode.conflict
 
@@ -180,6 +194,8 @@ ERROR_BY_CODE: dict[ErrorCode, type[DomainError]] = {
         UnsupportedMediaType,
         InvalidInput,
         PayloadTooLarge,
+        RequestHeadTooLarge,
+        MalformedRequest,
         Conflict,
         RateLimited,
         RateLimitUnavailable,

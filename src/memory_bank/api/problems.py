@@ -79,6 +79,8 @@ PROBLEM_TYPES: dict[ErrorCode, ProblemType] = {
     ErrorCode.unsupported_media_type: ProblemType(415, "Unsupported media type"),
     ErrorCode.invalid_params: ProblemType(422, "Invalid parameters"),
     ErrorCode.payload_too_large: ProblemType(413, "Payload too large"),
+    ErrorCode.request_head_too_large: ProblemType(431, "Request header fields too large"),
+    ErrorCode.malformed_request: ProblemType(400, "Malformed HTTP request"),
     ErrorCode.conflict: ProblemType(409, "Conflict"),
     ErrorCode.rate_limited: ProblemType(429, "Rate limit exceeded"),
     ErrorCode.rate_limit_unavailable: ProblemType(503, "Rate limiter unavailable"),
@@ -96,6 +98,7 @@ CODE_BY_STATUS: dict[int, ErrorCode] = {
     406: ErrorCode.not_acceptable,
     409: ErrorCode.conflict,
     413: ErrorCode.payload_too_large,
+    431: ErrorCode.request_head_too_large,
     415: ErrorCode.unsupported_media_type,
     429: ErrorCode.rate_limited,
 }

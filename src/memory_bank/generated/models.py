@@ -479,6 +479,8 @@ class Problem(BaseModel):
         "unsupported_media_type",
         "invalid_params",
         "payload_too_large",
+        "request_head_too_large",
+        "malformed_request",
         "conflict",
         "rate_limited",
         "rate_limit_unavailable",

@@ -1,0 +1,54 @@
+"""What the HTTP server cannot parse is refused with a problem document too.
+
+uvicorn's h11 protocol answers a request head it cannot read with a plain-text 400
+("Invalid HTTP request received.") before any app code runs: a URL or headers over h11's
+limit (16 KB) once they arrive in more than one packet, or bytes that are not HTTP. A
+client that reads every refusal as problem+json then met one that is not. This protocol
+sends the document the app would: 431 ``request_head_too_large`` when the head outgrew
+the limit, else 400 ``malformed_request``. h11 can read no further on that connection,
+so it closes, but only after a short drain: closed with the rest of a long head unread,
+the socket resets, and the reset can discard the answer before the client reads it.
+"""
+
+from __future__ import annotations
+
+import json
+from http import HTTPStatus
+
+import h11
+from h11._connection import DEFAULT_MAX_INCOMPLETE_EVENT_SIZE  # uvicorn's default too
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from memory_bank.api.problems import PROBLEM_JSON, problem_document, status_of
+from memory_bank.errors import DomainError, MalformedRequest, RequestHeadTooLarge
+
+__all__ = ["ProblemH11Protocol"]
+
+
+#: Seconds a refused connection's further bytes are read and dropped before it closes.
+DRAIN_SECONDS = 1.0
+
+
+class ProblemH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, refusing what it cannot parse as problem+json (``uvicorn.Config(http=...)``)."""
+
+    _refused = False
+
+    def data_received(self, data: bytes) -> None:
+        if not self._refused:  # after a refusal, what the client still sends is dropped
+            super().data_received(data)
+
+    def send_400_response(self, msg: str) -> None:
+        error = self._refusal()
+        body = json.dumps(problem_document(error), separators=(",", ":")).encode()
+        headers = [(b"content-type", PROBLEM_JSON.encode()), (b"content-length", str(len(body)).encode()), (b"connection", b"close")]
+        for event in (h11.Response(status_code=(status := status_of(error)), headers=headers, reason=HTTPStatus(status).phrase), h11.Data(data=body), h11.EndOfMessage()):
+            self.transport.write(self.conn.send(event))
+        self._refused = True
+        self.loop.call_later(DRAIN_SECONDS, self.transport.close)
+
+    def _refusal(self) -> DomainError:
+        limit = self.config.h11_max_incomplete_event_size or DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
+        if len(self.conn.trailing_data[0]) > limit:
+            return RequestHeadTooLarge(f"The request line and headers are over {limit // 1024} KB: send a shorter URL or fewer, shorter headers.")
+        return MalformedRequest("These bytes are not an HTTP/1.1 request; send a request line such as 'GET /v1/memory/search?q=... HTTP/1.1' and headers.")
