@@ -285,3 +285,17 @@ def test_rest_and_mcp_give_an_unknown_body_field_the_same_did_you_mean(
     mcp = json.loads(over_mcp["content"][0]["text"])
     rest_hints, mcp_hints = ({e["field"]: hint_of(e["message"]) for e in p["errors"] if e["rule"] == "additionalProperties"} for p in (rest, mcp))
     assert rest_hints == mcp_hints and f"/body/{name}" in rest_hints
+
+
+HALF_OF_A_PAIR = "a string holds half a UTF-16 surrogate pair (\\ud800) without the other half"
+
+
+@pytest.mark.parametrize("escapes", ["\\ud800", "\\ud800 x", "\\ud800\\u0041", "\\udbff\\ud800", "\\udc00", "\\udfff\\udc00"])
+def test_half_a_surrogate_pair_is_named_as_such_on_rest_and_import(client: TestClient, writer: dict[str, str], escapes: str) -> None:
+    """The parser calls a lone low surrogate "leading" and a lone high one "unexpected end of hex
+    escape"; REST and import say what it is, as MCP's -32700 does (``test_mcp_transport``)."""
+    body = f'{{"content": "a {escapes}"}}'.encode()
+    rest = client.post("/v1/memory", content=body, headers={**writer, "Content-Type": "application/json"})
+    assert rest.status_code == 422 and rest.json()["errors"][0]["message"].startswith(f"Invalid JSON: {HALF_OF_A_PAIR}"), rest.text
+    imported = client.post("/v1/memory/import", content=body, headers={**writer, "Content-Type": "application/x-ndjson"})
+    assert imported.status_code == 422 and HALF_OF_A_PAIR in imported.json()["errors"][0]["message"], imported.text

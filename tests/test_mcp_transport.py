@@ -213,8 +213,8 @@ def parse_error(response: httpx.Response) -> str:
 @pytest.mark.parametrize(
     ("body", "reason"),
     [
-        (b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "\\ud800"}}', "a string holds an unpaired UTF-16 surrogate escape"),
-        (b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "\\udc00"}}', "a string holds an unpaired UTF-16 surrogate escape"),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "\\ud800"}}', "a string holds half a UTF-16 surrogate pair"),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "\\udc00"}}', "a string holds half a UTF-16 surrogate pair"),
         (b"[" * 500 + b"]" * 500, "arrays and objects are nested deeper than the parser reads"),
         (b'{"jsonrpc": "2.0", "id": ' + b"7" * 5000 + b', "method": "ping"}', "a number has more digits than the parser reads"),
     ],

@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from memory_bank.pattern_messages import pattern_message
+from memory_bank.standard_json import plain_fault
 
 
 class ErrorCode(StrEnum):
@@ -84,8 +85,12 @@ def field_errors(errors: Sequence[dict[str, Any]]) -> list[FieldError]:
     for error in errors:
         kind = str(error.get("type", "value_error"))
         rule = RULE_BY_ERROR_TYPE.get(kind, "type" if kind.endswith(("_type", "_parsing")) else kind)
-        message = pattern_message((error.get("ctx") or {}).get("pattern")) if rule == "pattern" else None
-        found.append(FieldError(json_pointer(error.get("loc", ())), rule, message or str(error.get("msg", kind))))
+        message = str(error.get("msg", kind))
+        if rule == "pattern":
+            message = pattern_message((error.get("ctx") or {}).get("pattern")) or message
+        elif kind == "json_invalid":
+            message = f"Invalid JSON: {plain_fault(str((error.get('ctx') or {}).get('error', message)))}"
+        found.append(FieldError(json_pointer(error.get("loc", ())), rule, message))
     return found
 
 

@@ -27,8 +27,6 @@ the lines it took are checked here as HTTP's bodies are (``stdio.refusal``).
 
 from __future__ import annotations
 
-import re
-
 import pydantic_core
 from mcp_types import (
     INVALID_REQUEST,
@@ -46,7 +44,7 @@ from pydantic import ValidationError
 from starlette.responses import Response
 
 from memory_bank import standard_json
-from memory_bank.standard_json import NOT_FINITE, non_finite
+from memory_bank.standard_json import NOT_FINITE, non_finite, plain_fault
 
 NOT_JSON = "Parse error: the body could not be read as JSON"
 BATCH = "Invalid Request: batches are not supported; send one JSON-RPC message at a time"
@@ -63,15 +61,7 @@ UNSUPPORTED_VERSION = (
     f"send one of {', '.join(PROTOCOL_VERSIONS)} (the one initialize agreed on)"
 )
 
-#: Reasons of the parser (serde_json's, through pydantic-core) for bodies the JSON grammar
-#: admits but it will not read, in words a client can act on.
-_READABLE_REASONS = (
-    ("surrogate", "a string holds an unpaired UTF-16 surrogate escape such as \\ud800"),
-    ("end of hex escape", "a string holds an unpaired UTF-16 surrogate escape such as \\ud800"),
-    ("recursion limit exceeded", "arrays and objects are nested deeper than the parser reads"),
-    ("number out of range", "a number has more digits than the parser reads"),
-)
-_POSITION = re.compile(r" at line \d+ column \d+$")
+#: The longest parser reason a ``-32700`` quotes.
 _MAX_REASON = 120
 
 
@@ -96,12 +86,7 @@ class EnvelopeError(Exception):
 
 def parse_error(reason: str) -> EnvelopeError:
     """``-32700`` saying why: the parser's ``reason``, put plainly where the body was JSON all the same."""
-    reason = reason.strip() or "unreadable"
-    for fault, plain in _READABLE_REASONS:
-        if fault in reason:
-            position = _POSITION.search(reason)
-            reason = plain + ("" if position is None else f" ({position.group(0).strip()})")
-            break
+    reason = plain_fault(reason.strip() or "unreadable")
     return EnvelopeError(PARSE_ERROR, f"{NOT_JSON}: {reason[:_MAX_REASON]}")
 
 
