@@ -177,9 +177,12 @@ def raw_exchange(url: str, request: bytes, packet: int = 1024) -> tuple[int, dic
     ],
     ids=["url", "header", "many headers"],
 )
-def test_a_request_head_over_the_limit_is_a_431_problem_not_plain_text(served: Served, request_head: bytes) -> None:
-    status, headers, body = raw_exchange(served.url, request_head)
-    assert (status, headers["content-type"], headers["connection"]) == (431, "application/problem+json", "close")
+@pytest.mark.parametrize("packet", [1024, 1 << 20], ids=["in pieces", "in one write"])
+def test_a_request_head_over_the_limit_is_a_431_problem_not_plain_text(served: Served, request_head: bytes, packet: int) -> None:
+    """h11 refuses a head it is still buffering; one that arrives whole reaches the app, which
+    refuses it alike (``RequestHeadLimit``): the same answer however the network cuts it."""
+    status, headers, body = raw_exchange(served.url, request_head, packet)
+    assert (status, headers["content-type"]) == (431, "application/problem+json")
     document = httpx.Response(status, content=body).json()
     assert document["code"] == "request_head_too_large" and "16 KB" in document["detail"]
 
@@ -192,6 +195,13 @@ def test_bytes_that_are_not_http_get_a_400_problem(served: Served, request_head:
     status, headers, body = raw_exchange(served.url, request_head)
     assert (status, headers["content-type"]) == (400, "application/problem+json")
     assert httpx.Response(status, content=body).json()["code"] == "malformed_request"
+
+
+def test_a_websocket_upgrade_is_an_ordinary_request_answered_as_a_problem(served: Served) -> None:
+    """No route is a websocket: uvicorn's handshake refused such requests in plain text."""
+    upgrade = b"GET /v1/memory HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, close\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    status, headers, body = raw_exchange(served.url, upgrade)
+    assert (status, headers["content-type"]) == (401, "application/problem+json")
 
 
 def test_a_long_url_under_the_limit_still_reaches_the_app(served: Served) -> None:

@@ -74,3 +74,17 @@ def test_a_printable_key_with_spaces_is_taken(make_client: MakeClient) -> None:
     writer = make_client("acme", "ann", PERMISSIONS)
     answer = writer.post("/v1/memory", content=BODY, headers={"Content-Type": "application/json", "Idempotency-Key": "order 42 ~ retry"})
     assert answer.status_code == 201, answer.text
+
+
+@pytest.mark.parametrize(
+    ("url_bytes", "header_bytes", "status"),
+    [(12_000, 0, 401), (0, 12_000, 401), (8_500, 8_500, 431), (17_000, 0, 431), (0, 17_000, 431)],
+)
+def test_a_head_over_16_kb_is_a_431_problem_in_the_app_too(client: TestClient, url_bytes: int, header_bytes: int, status: int) -> None:
+    """The app refuses a head over the limit that reached it whole (h11 refuses one still
+    arriving: ``test_cli_serve``), with a request id, before any token is looked at."""
+    response = client.get("/v1/memory/search", params={"q": "a" * url_bytes}, headers={"X-Notes": "n" * header_bytes})
+    assert response.status_code == status and response.headers["content-type"] == "application/problem+json", response.text
+    if status == 431:
+        document = response.json()
+        assert document["code"] == "request_head_too_large" and document["request_id"] == response.headers["x-request-id"]

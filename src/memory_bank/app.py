@@ -18,7 +18,7 @@ from memory_bank import __version__
 from memory_bank.api.auth import make_authorize
 from memory_bank.api.docs import install_docs
 from memory_bank.api.interfaces import require_implemented
-from memory_bank.api.middleware import CallObserver, HeadAsGet, RequestIdMiddleware, UnexpectedErrorMiddleware
+from memory_bank.api.middleware import CallObserver, HeadAsGet, RequestHeadLimit, RequestIdMiddleware, UnexpectedErrorMiddleware
 from memory_bank.api.problems import install_problem_handlers
 from memory_bank.api.routes import service_routes
 from memory_bank.capabilities.execute.dispatch import Executor
@@ -95,9 +95,12 @@ def create_app(settings: Settings | None = None, *, clock: Callable[[], float] =
     # Innermost first: metrics, the access log and the request id all see the last-resort 500,
     # and the id is chosen before the access log writes it. HEAD is routed as GET below the
     # observers, which see the method it came as, and above the last resort, whose body it drops.
+    # An oversized head calls no operation, so it is refused above the call observer, and
+    # below the access log, which records the refusal.
     app.add_middleware(UnexpectedErrorMiddleware)
     app.add_middleware(HeadAsGet)
     app.add_middleware(CallObserver, accounting=CallAccounting(operations.metrics, operations.audit))
+    app.add_middleware(RequestHeadLimit)
     app.add_middleware(AccessLog)
     app.add_middleware(RequestIdMiddleware)
     install_problem_handlers(app)

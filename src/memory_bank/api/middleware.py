@@ -1,4 +1,4 @@
-"""The app's pure ASGI middlewares: request id, call observation, HEAD as GET, the last-resort 500.
+"""The app's pure ASGI middlewares: request id, the head's size, call observation, HEAD as GET, the last-resort 500.
 
 Pure ASGI, no ``BaseHTTPMiddleware``: that buffers streams (the JSON-lines export)
 and costs a task per request.
@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memory_bank.api.problems import CODE_BY_STATUS, PROBLEM_JSON, problem_response
-from memory_bank.errors import BackendError, ErrorCode
+from memory_bank.errors import BackendError, ErrorCode, RequestHeadTooLarge
 from memory_bank.observability.audit import attributing
 from memory_bank.observability.calls import CallAccounting, FinishedCall
 from memory_bank.observability.metrics import OPERATION_STATE_KEY
@@ -30,6 +30,9 @@ _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 #: Problem documents are small; anything bigger is not one we need to read.
 MAX_PROBLEM_BYTES = 64 * 1024
+#: Bytes of a request line and headers taken: what ``memory-bank serve`` tells h11 to buffer
+#: (h11's own default), so a head over it is refused whether it arrived in one piece or many.
+REQUEST_HEAD_BYTES = 16 * 1024
 
 
 class RequestIdMiddleware:
@@ -56,6 +59,34 @@ class RequestIdMiddleware:
             await send(message)
 
         await self.app(scope, receive, send_with_id)
+
+
+class RequestHeadLimit:
+    """431 for a request line and headers over :data:`REQUEST_HEAD_BYTES`.
+
+    h11 refuses such a head only while it is still arriving (``api.unparsed``): one that
+    came in a single read reached the app whatever its size, so a 60 KB header got a 401
+    from curl and a 431 over a slow link. Counted as h11 counts them, on the wire."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and head_bytes(scope) > REQUEST_HEAD_BYTES:
+            await problem_response(Request(scope), head_too_large())(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def head_too_large() -> RequestHeadTooLarge:
+    return RequestHeadTooLarge(f"The request line and headers are over {REQUEST_HEAD_BYTES // 1024} KB: send a shorter URL or fewer, shorter headers.")
+
+
+def head_bytes(scope: Scope) -> int:
+    """The size of the request line and headers as sent: ``GET /path?query HTTP/1.1``, ``name: value`` lines, CRLFs."""
+    query = scope.get("query_string", b"")
+    line = len(scope["method"]) + len(scope.get("raw_path") or scope["path"].encode()) + (len(query) + 1 if query else 0) + 11
+    return line + sum(len(name) + len(value) + 4 for name, value in scope["headers"]) + 2
 
 
 class HeadAsGet:

@@ -2,7 +2,8 @@
 
 uvicorn's h11 protocol answers a request head it cannot read with a plain-text 400
 ("Invalid HTTP request received.") before any app code runs: a URL or headers over h11's
-limit (16 KB) once they arrive in more than one packet, or bytes that are not HTTP. A
+limit (16 KB) once they arrive in more than one packet (the app refuses one that came
+whole, ``api.middleware.RequestHeadLimit``), or bytes that are not HTTP. A
 client that reads every refusal as problem+json then met one that is not. This protocol
 sends the document the app would: 431 ``request_head_too_large`` when the head outgrew
 the limit, else 400 ``malformed_request``. h11 can read no further on that connection,
@@ -16,11 +17,11 @@ import json
 from http import HTTPStatus
 
 import h11
-from h11._connection import DEFAULT_MAX_INCOMPLETE_EVENT_SIZE  # uvicorn's default too
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from memory_bank.api.middleware import REQUEST_HEAD_BYTES, head_too_large
 from memory_bank.api.problems import PROBLEM_JSON, problem_document, status_of
-from memory_bank.errors import DomainError, MalformedRequest, RequestHeadTooLarge
+from memory_bank.errors import DomainError, MalformedRequest
 
 __all__ = ["ProblemH11Protocol"]
 
@@ -48,7 +49,9 @@ class ProblemH11Protocol(H11Protocol):
         self.loop.call_later(DRAIN_SECONDS, self.transport.close)
 
     def _refusal(self) -> DomainError:
-        limit = self.config.h11_max_incomplete_event_size or DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
-        if len(self.conn.trailing_data[0]) > limit:
-            return RequestHeadTooLarge(f"The request line and headers are over {limit // 1024} KB: send a shorter URL or fewer, shorter headers.")
-        return MalformedRequest("These bytes are not an HTTP/1.1 request; send a request line such as 'GET /v1/memory/search?q=... HTTP/1.1' and headers.")
+        if len(self.conn.trailing_data[0]) > REQUEST_HEAD_BYTES:  # what serve tells h11 to buffer
+            return head_too_large()
+        return MalformedRequest(
+            "The request is not valid HTTP/1.1: its request line, a header line or its framing (Host, Content-Length, "
+            "Transfer-Encoding) could not be read; send e.g. 'GET /v1/memory/search?q=... HTTP/1.1', 'Host: ...' and a blank line."
+        )
