@@ -11,8 +11,10 @@ import base64
 import hashlib
 import hmac
 import json
+import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -148,6 +150,33 @@ def test_an_unknown_kid_refetches_the_keys_once_then_is_refused(
         assert_invalid_token(save(client, issuer.sign(issuer.claims(MCP), key=strangers[0])))
         assert issuer.jwks_fetches == fetched + 2
     client.app.state.engine.dispose()
+
+
+def test_requests_that_come_while_the_keys_are_fetched_wait_for_that_fetch(
+    database_url: str, issuer: AuthorizationServerOnLoopback
+) -> None:
+    """A fresh server's first requests arrive together: the first fetches the keys, the rest
+    wait for that fetch (19 of 20 valid tokens were refused 401 while it was out)."""
+    issuer.jwks_delay_seconds = 0.5
+    with app_for(database_url, issuer) as client, ThreadPoolExecutor(20) as pool:
+        tokens = [issuer.sign(issuer.claims(MCP)) for _ in range(20)]
+        statuses = list(pool.map(lambda n: save(client, tokens[n], f"saved at a cold start, {n}").status_code, range(20)))
+    client.app.state.engine.dispose()
+    assert statuses == [201] * 20 and issuer.jwks_fetches == 1
+
+
+def test_claims_nested_past_the_parser_are_401_not_500(client: TestClient, issuer: AuthorizationServerOnLoopback) -> None:
+    """Signed by the server itself: only it, or a holder of its key, can send one."""
+    nested: Any = "deep"
+    for _ in range(3000):
+        nested = [nested]
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(10_000)  # for the encoding here; the app reads with the default
+    try:
+        token = issuer.sign(issuer.claims(MCP) | {"extra": nested})
+    finally:
+        sys.setrecursionlimit(limit)
+    assert_invalid_token(save(client, token))
 
 
 def test_a_rotated_key_is_accepted_without_a_restart(database_url: str, issuer: AuthorizationServerOnLoopback) -> None:

@@ -148,6 +148,7 @@ class AuthorizationServerOnLoopback:
         self.codes: dict[str, Code] = {}
         self.refreshes: dict[str, Refresh] = {}
         self.jwks_fetches = 0
+        self.jwks_delay_seconds = 0.0  # how long the JWKS takes to answer, as a slow provider's does
         self.consents: list[set[str]] = []
         self.url = ""
 
@@ -296,6 +297,7 @@ class AuthorizationServerOnLoopback:
         @app.get("/jwks")
         def jwks() -> Any:
             self.jwks_fetches += 1
+            time.sleep(self.jwks_delay_seconds)
             return jsonify(KeySet(list(self.keys)).as_dict(private=False))
 
         @app.get("/authorize")

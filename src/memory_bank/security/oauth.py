@@ -17,11 +17,13 @@ rules as ids minted by the CLI.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Collection
 from time import monotonic
 from typing import Any
 from urllib.parse import urlsplit
+from weakref import WeakKeyDictionary
 
 import httpx
 from joserfc import jws, jwt
@@ -86,6 +88,9 @@ class OAuthTokens:
         self._keys: KeySet | None = None
         self._fetched_at: float | None = None
         self._unreachable = False  # the last fetch failed
+        #: One fetch at a time per event loop: requests that come while it runs wait for it and
+        #: read what it brought (they were refused while the first request's fetch was out).
+        self._fetching: WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = WeakKeyDictionary()
 
     async def verify(self, token: str) -> Principal:
         """The principal ``token`` stands for; ``unauthorized`` saying what is wrong, or
@@ -102,6 +107,8 @@ class OAuthTokens:
             self._claims.validate(decoded.claims)
         except JoseError as error:
             raise Unauthorized(f"the access token is not valid: {error.description or error.error}") from None
+        except RecursionError:  # claims nested deeper than the JSON parser reads, however well signed
+            raise Unauthorized("the access token's claims are nested too deep to read") from None
         return self._principal(decoded.claims)
 
     async def _keys_for(self, kid: Any) -> KeySet:
@@ -109,14 +116,17 @@ class OAuthTokens:
         while the last fetch failed, a token whose key is not held cannot be judged (503)."""
         if self._keys is not None and _holds(self._keys, kid):
             return self._keys
-        now = monotonic()
-        if self._fetched_at is None or now - self._fetched_at >= self._refresh_seconds:
-            self._fetched_at = now  # before the fetch: concurrent unknown kids share this one attempt
-            try:
-                self._keys, self._unreachable = await self._fetch_keys(), False
-            except (httpx.HTTPError, ValueError, TypeError, KeyError, JoseError) as error:
-                log.warning("fetching the keys of %s failed: %s", self.issuer, error)
-                self._unreachable = True
+        async with self._fetching.setdefault(asyncio.get_running_loop(), asyncio.Lock()):
+            if self._keys is not None and _holds(self._keys, kid):  # a fetch this request waited for brought it
+                return self._keys
+            now = monotonic()
+            if self._fetched_at is None or now - self._fetched_at >= self._refresh_seconds:
+                self._fetched_at = now
+                try:
+                    self._keys, self._unreachable = await self._fetch_keys(), False
+                except (httpx.HTTPError, ValueError, TypeError, KeyError, JoseError) as error:
+                    log.warning("fetching the keys of %s failed: %s", self.issuer, error)
+                    self._unreachable = True
         if self._unreachable:
             # The keys held still check the tokens they signed; this one may be signed by a new key.
             raise AuthorizationServerDown(f"the authorization server {self.issuer} is unreachable; try again shortly")
