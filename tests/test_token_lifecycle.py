@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 from memory_bank.errors import Conflict, Unauthorized
 from memory_bank.security.tokens import LAST_USED_RESOLUTION, digest
 from memory_bank.store import migrations
+from memory_bank.store.agents import AgentDeactivated, AgentStore
 from memory_bank.store.database import create_schema
 from memory_bank.store.tables import TokenRow
 from memory_bank.store.tokens import TokenStore
@@ -78,6 +79,20 @@ def test_rotating_one_token_at_once_from_many_threads_leaves_one_live_secret(eng
     valid = [secret for secret in secrets if tokens.verify(secret) is not None]
     stored = tokens.find(row.id)
     assert stored is not None and len(valid) == 1 and digest(valid[0]) == stored.token_hash
+
+
+def test_tokens_minted_at_once_for_one_new_agent_all_work_and_register_it_once(engine: Engine) -> None:
+    """The first token for an agent registers it; 20 at once raced to insert the same row, and on
+    MariaDB all but one were a 500 (a hostile pass). A deactivated agent still gets none."""
+    tokens = TokenStore(engine)
+    with ThreadPoolExecutor(20) as pool:
+        minted = list(pool.map(lambda n: tokens.create("acme", f"user-{n}", "night-shift", READ)[0], range(20)))
+    assert all(tokens.verify(secret) is not None for secret in minted)
+    agents = AgentStore(engine)
+    assert [agent.id for agent in agents.page("acme", limit=10)[0]] == ["night-shift"]
+    agents.deactivate("night-shift", "acme")
+    with pytest.raises(AgentDeactivated):
+        tokens.create("acme", "ann", "night-shift", READ)
 
 
 def test_an_expired_token_is_refused_saying_so_and_one_expiring_later_works(engine: Engine) -> None:

@@ -44,10 +44,17 @@ def register_for_token(session: Session, org_id: str, agent_id: str | None) -> N
     """
     if agent_id is None:
         return
-    row = session.get(AgentRow, (org_id, agent_id))
-    if row is None:
-        session.add(AgentRow(org_id=org_id, id=agent_id, name=agent_id))
-    elif not row.active:
+    if session.get(AgentRow, (org_id, agent_id)) is None:
+        try:
+            with session.begin_nested():  # tokens minted at once for one new agent: one insert wins
+                session.add(AgentRow(org_id=org_id, id=agent_id, name=agent_id))
+        except sa.exc.IntegrityError:
+            pass  # registered by a request that committed first (on MariaDB this was a 500)
+    # A locking read sees that request's row whatever this transaction's snapshot holds.
+    active = session.execute(
+        sa.select(col(AgentRow.active)).where(col(AgentRow.org_id) == org_id, col(AgentRow.id) == agent_id).with_for_update(read=True)
+    ).scalar_one()
+    if not active:
         raise AgentDeactivated(f"agent {agent_id!r} is deactivated in org {org_id!r}")
 
 
