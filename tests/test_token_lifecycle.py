@@ -81,6 +81,29 @@ def test_rotating_one_token_at_once_from_many_threads_leaves_one_live_secret(eng
     assert stored is not None and len(valid) == 1 and digest(valid[0]) == stored.token_hash
 
 
+def test_a_rotation_overtaken_by_a_revocation_hands_out_no_secret(engine: Engine) -> None:
+    """Rotations racing a revocation: once it has committed, none is answered with a secret (one
+    was answered 200 with ``revoked_at`` set and a secret that never worked, a hostile pass)."""
+    tokens = TokenStore(engine)
+    for _ in range(5):
+        _, row = tokens.create("acme", "ann", None, READ)
+
+        def rotate_or_revoke(n: int) -> tuple[str, TokenRow] | bool | None:
+            if n % 2:
+                return tokens.revoke(row.id)
+            try:
+                return tokens.rotate(row.id)
+            except Conflict:
+                return None
+
+        with ThreadPoolExecutor(10) as pool:
+            outcomes = list(pool.map(rotate_or_revoke, range(10)))
+        assert sum(outcome is True for outcome in outcomes) == 1, "exactly one revocation finds the token live"
+        rotated = [outcome for outcome in outcomes if isinstance(outcome, tuple)]
+        assert all(answered.revoked_at is None for _, answered in rotated)
+        assert all(tokens.verify(secret) is None for secret, _ in rotated)
+
+
 def test_tokens_minted_at_once_for_one_new_agent_all_work_and_register_it_once(engine: Engine) -> None:
     """The first token for an agent registers it; 20 at once raced to insert the same row, and on
     MariaDB all but one were a 500 (a hostile pass). A deactivated agent still gets none."""

@@ -144,7 +144,7 @@ class TokenStore:
         None when no live token has this id. The swap is conditional on the secret read,
         so of two rotations whose transactions overlap one wins and the other is
         ``conflict``: no rotation is answered with a secret that another one replaced
-        before it committed. Rotations that the database serialises apply one after
+        before it committed; one that a revocation overtook finds no live token (None). Rotations that the database serialises apply one after
         another, each replacing the last one's secret, as the spec says. An expired token is
         ``conflict`` too: rotation keeps the expiry, so its new secret would be born
         dead; the answer says to create a token instead.
@@ -161,14 +161,18 @@ class TokenStore:
                     f"token {token_id} expired at {row.expires_at:%Y-%m-%dT%H:%M:%SZ} and rotation keeps the expiry; "
                     "create a new token instead"
                 )
+            live = (col(TokenRow.pk) == row.pk, col(TokenRow.revoked_at).is_(None))
             swap = (
                 sa.update(TokenRow)
-                .where(col(TokenRow.pk) == row.pk, col(TokenRow.token_hash) == row.token_hash)
+                .where(*live, col(TokenRow.token_hash) == row.token_hash)
                 .values(token_hash=digest(plaintext), prefix=visible_prefix(plaintext))
                 .execution_options(synchronize_session=False)
             )
             result: sa.CursorResult[Any] = session.execute(swap)  # type: ignore[assignment]
             if result.rowcount != 1:
+                # A locking read sees what the overlapping request committed, past this snapshot.
+                if session.scalar(sa.select(col(TokenRow.pk)).where(*live).with_for_update(read=True)) is None:
+                    return None  # revoked meanwhile: no live token has this id
                 raise Conflict(f"token {token_id} was rotated by another request at the same time; list it and retry")
             session.refresh(row)
         return plaintext, row
