@@ -142,10 +142,20 @@ def test_many_repeats_of_one_key_are_refused_quickly(admin: TestClient) -> None:
     assert response.status_code in (413, 422)
 
 
-@pytest.mark.parametrize("name", ["   ", " padded", "padded "])
-def test_a_blank_or_padded_name_is_422(admin: TestClient, name: str) -> None:
+@pytest.mark.parametrize(
+    "name",
+    ["   ", " padded", "padded ", "\u200b", "\ufeff\u200b", "\u3164", "\u2800", "\U000e0020", "\u200f\u200e", "line\u2028break", "para\u2029graph"],
+)
+def test_a_blank_invisible_padded_or_line_breaking_name_is_422(admin: TestClient, name: str) -> None:
+    """An operator's list shows such a name as nothing, or breaks its row (a hostile pass)."""
     response = admin.post("/v1/admin/tokens", json={"name": name, "permissions": ["memory:read"]})
     assert response.status_code == 422 and fields(response) == [("/body/name", "pattern")]
+    assert "visible character" in response.json()["errors"][0]["message"]
+
+
+@pytest.mark.parametrize("name", ["laptop", "love \u2764\ufe0f", "a\u200bb", "東京の端末", "x"])
+def test_a_name_that_starts_visible_is_taken_whatever_follows(admin: TestClient, name: str) -> None:
+    assert admin.post("/v1/admin/agents", json={"name": name}).status_code == 201
 
 
 def test_a_token_for_a_deactivated_agent_is_422_at_agent_id(admin: TestClient, engine: Engine) -> None:

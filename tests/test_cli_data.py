@@ -224,6 +224,14 @@ def test_token_create_names_the_token_prints_its_id_and_expires_it(run: Run) -> 
     assert bad.exit_code == 2 and "not a duration such as 30d" in bad.stderr
 
 
+@pytest.mark.parametrize("command", [["token", "create", "--user", "ada", "--permissions", "memory:read"], ["agent", "create"]])
+@pytest.mark.parametrize("name", ["\u200b", "evil\u202etxt", "two\u2028lines", " padded"])
+def test_a_name_the_admin_api_refuses_is_refused_on_the_command_line_too(run: Run, command: list[str], name: str) -> None:
+    """``token list`` and ``agent list`` print names to the operator's terminal, whichever door wrote them."""
+    refused = run(*command, "--org", "acme", "--name", name)
+    assert refused.exit_code == 2 and "--name must start with a visible character" in refused.stderr, refused.output
+
+
 def test_token_rotate_prints_a_new_secret_and_the_old_one_stops_working(run: Run) -> None:
     tokens = TokenStore(open_database(get_settings()))
     old, row = tokens.create("acme", "ada", None, ["memory:read"])

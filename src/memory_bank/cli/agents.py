@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from memory_bank.cli.console import ID_ARGUMENT, LIST_PAGE, checked_id, database, highlighted_stderr
+from memory_bank.cli.console import ID_ARGUMENT, LIST_PAGE, checked_id, checked_name, database, highlighted_stderr
 from memory_bank.store.agents import AgentStore
 from memory_bank.store.keyset import every_page
 
@@ -29,6 +29,7 @@ def agent_create(
     name: Annotated[str, typer.Option(help="A readable name, e.g. the host or the tool.")],
 ) -> None:
     """Register an active agent and print its id alone on stdout."""
+    checked_name(name)
     try:
         row = _agents().create(org, name)
     except ValueError as exc:

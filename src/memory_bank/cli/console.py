@@ -16,14 +16,15 @@ from contextlib import contextmanager
 from typing import Annotated
 
 import typer
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
-from memory_bank.errors import DomainError, ErrorCode
+from memory_bank.errors import DomainError, ErrorCode, field_errors
+from memory_bank.generated import models
 from memory_bank.security.principal import Principal, check_owner_id
 from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.settings import Settings, get_settings, setting_errors
@@ -64,6 +65,19 @@ def checked_id(kind: str, value: str | None) -> None:
         check_owner_id(kind, value)
     except ValueError as exc:
         stderr.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(2) from None
+
+
+def checked_name(value: str | None) -> None:
+    """A token or agent name given on the command line, or exit 2 saying what it lacks: the
+    admin API's rule (the spec's ``Name``), since ``token list`` and ``agent list`` print it."""
+    if value is None:
+        return
+    try:
+        TypeAdapter(models.Name).validate_python(value)
+    except ValidationError as exc:
+        (error,) = field_errors([dict(e) for e in exc.errors()])
+        stderr.print(f"[red]--name {escape(error.message)}[/]")
         raise typer.Exit(2) from None
 
 

@@ -22,6 +22,7 @@ from memory_bank.cli.console import (
     ID_ARGUMENT,
     LIST_PAGE,
     checked_id,
+    checked_name,
     database,
     fail,
     highlighted_stderr,
@@ -141,6 +142,7 @@ def token_create(
         known = ", ".join(sorted(PERMISSIONS))
         highlighted_stderr.print(f"[red]--permissions names no permission; give at least one of {escape(known)}[/]")
         raise typer.Exit(2)
+    checked_name(name)
     expires_at: datetime | None = None if expires_in is None else utcnow() + expires_in
     engine = database()
     try:
