@@ -44,6 +44,8 @@ SOURCES = {
     "own-dev5": (ROOT / "evals" / "own_catalog" / "dev5_requests.jsonl", ROOT / "openapi"),
     "own-dev6": (ROOT / "evals" / "own_catalog" / "dev6_requests.jsonl", ROOT / "openapi"),
     "own-dev7": (ROOT / "evals" / "own_catalog" / "dev7_requests.jsonl", ROOT / "openapi"),
+    "own-dev8": (ROOT / "evals" / "own_catalog" / "dev8_requests.jsonl", ROOT / "openapi"),
+    "own-dev9": (ROOT / "evals" / "own_catalog" / "dev9_requests.jsonl", ROOT / "openapi"),
 }
 #: Candidate cuts: every 0.01 in [0, 1].
 CUTS = [i / 100 for i in range(101)]
