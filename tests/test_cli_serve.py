@@ -207,3 +207,26 @@ def test_a_websocket_upgrade_is_an_ordinary_request_answered_as_a_problem(served
 def test_a_long_url_under_the_limit_still_reaches_the_app(served: Served) -> None:
     status, headers, body = raw_exchange(served.url, b"GET /v1/memory/search?q=" + b"a" * 12_000 + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     assert status == 401 and httpx.Response(status, content=body).json()["code"] == "unauthorized"
+
+
+def test_a_body_that_breaks_mid_request_is_a_400_problem_and_no_server_error(served: Served) -> None:
+    """A chunk h11 cannot read while the app reads the body: the client gets the 400 problem,
+    the app's own answer is dropped (h11 refused a second response, with an ERROR and a
+    traceback), and the body's read ends as ``malformed_request``, not a logged 500."""
+    token = development_token(served.stderr()).encode()
+    chunked = b"POST /v1/memory HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token + b"\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    status, headers, body = raw_exchange(served.url, chunked + b"ZZ\r\n{}\r\n0\r\n\r\n")
+    assert (status, headers["content-type"]) == (400, "application/problem+json")
+    assert httpx.Response(status, content=body).json()["code"] == "malformed_request"
+    host, port = served.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(chunked.replace(b"Authorization: Bearer " + token + b"\r\n", b""))  # answered 401 at once
+        time.sleep(0.3)
+        connection.sendall(b"ZZ\r\nxx\r\n0\r\n\r\n")  # then a broken chunk, after the answer
+        received = b""
+        while chunk := connection.recv(65536):
+            received += chunk
+    assert received.startswith(b"HTTP/1.1 401 ") and b'"code":"unauthorized"' in received
+    time.sleep(0.5)
+    log = served.stderr()
+    assert "Traceback" not in log and "ERROR" not in log and "Fatal error" not in log, log[-3000:]

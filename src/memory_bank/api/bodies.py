@@ -20,13 +20,14 @@ import pydantic_core
 from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
 from memory_bank import standard_json
 from memory_bank.api.media import JSON, essence, is_json
 from memory_bank.api.problems import HttpRefusal, validation_error
 from memory_bank.api.argument_hints import known_at, where_it_belongs
-from memory_bank.errors import DomainError, FieldError, InvalidInput, PayloadTooLarge, UnsupportedMediaType, field_errors
+from memory_bank.errors import DomainError, FieldError, InvalidInput, MalformedRequest, PayloadTooLarge, UnsupportedMediaType, field_errors
 from memory_bank.reply import Reply
 from memory_bank.security.principal import Principal
 
@@ -200,11 +201,16 @@ async def read_capped(
         raise refuse()
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if max_bytes is not None and size > max_bytes:
-            raise refuse()
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if max_bytes is not None and size > max_bytes:
+                raise refuse()
+            chunks.append(chunk)
+    except ClientDisconnect:
+        # The client left, or sent a body the server could not read (``api.unparsed``): a
+        # request that never arrived whole, not a server fault (this was a logged 500).
+        raise MalformedRequest("the connection closed before the whole body arrived") from None
     return b"".join(chunks)
 
 

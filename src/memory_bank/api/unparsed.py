@@ -40,6 +40,14 @@ class ProblemH11Protocol(H11Protocol):
             super().data_received(data)
 
     def send_400_response(self, msg: str) -> None:
+        if self.cycle is not None and not self.cycle.response_complete:
+            # A body that broke mid-request: the app, still running, must not answer after this
+            # refusal (h11 refused its second response: an ERROR and a traceback per request).
+            self.cycle.disconnected = True
+            self.cycle.message_event.set()
+        if self.conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):  # the app has answered already
+            self.transport.close()
+            return
         error = self._refusal()
         body = json.dumps(problem_document(error), separators=(",", ":")).encode()
         headers = [(b"content-type", PROBLEM_JSON.encode()), (b"content-length", str(len(body)).encode()), (b"connection", b"close")]
