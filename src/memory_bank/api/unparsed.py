@@ -40,7 +40,8 @@ class ProblemH11Protocol(H11Protocol):
             super().data_received(data)
 
     def send_400_response(self, msg: str) -> None:
-        if self.cycle is not None and not self.cycle.response_complete:
+        in_body = self.cycle is not None and not self.cycle.response_complete
+        if self.cycle is not None and in_body:
             # A body that broke mid-request: the app, still running, must not answer after this
             # refusal (h11 refused its second response: an ERROR and a traceback per request).
             self.cycle.disconnected = True
@@ -48,7 +49,7 @@ class ProblemH11Protocol(H11Protocol):
         if self.conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):  # the app has answered already
             self.transport.close()
             return
-        error = self._refusal()
+        error = self._refusal(in_body)
         body = json.dumps(problem_document(error), separators=(",", ":")).encode()
         headers = [(b"content-type", PROBLEM_JSON.encode()), (b"content-length", str(len(body)).encode()), (b"connection", b"close")]
         for event in (h11.Response(status_code=(status := status_of(error)), headers=headers, reason=HTTPStatus(status).phrase), h11.Data(data=body), h11.EndOfMessage()):
@@ -56,7 +57,9 @@ class ProblemH11Protocol(H11Protocol):
         self._refused = True
         self.loop.call_later(DRAIN_SECONDS, self.transport.close)
 
-    def _refusal(self) -> DomainError:
+    def _refusal(self, in_body: bool) -> DomainError:
+        if in_body:  # the head was read: what broke is the body's chunked framing
+            return MalformedRequest("The request's chunked body could not be read: a chunk size line, extension or trailer is malformed or over 16 KB.")
         if len(self.conn.trailing_data[0]) > REQUEST_HEAD_BYTES:  # what serve tells h11 to buffer
             return head_too_large()
         return MalformedRequest(
