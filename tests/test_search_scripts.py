@@ -34,6 +34,8 @@ MEMORIES = {
     "bread": "パンを買った",  # bread; ハン and バン are other words
     "eat": "ฉันกินข้าว",  # I eat rice
     "bird": "นกบิน",  # a bird flies: กิน (eat) without its vowel is not in it
+    "year": "2024年我去了北京看长城",
+    "brand": "我用Python写代码",
 }
 
 FOUND_BY = [
@@ -49,6 +51,9 @@ FOUND_BY = [
     ("pizza", "english"),  # the emoji is not read as its name
     ("パン", "bread"),  # voicing marks are not accents
     ("กิน", "eat"),  # nor are Thai vowels
+    ("北京", "year"),  # a year glued to Chinese text does not swallow it
+    ("代码", "brand"),
+    ("python", "brand"),
 ]
 
 
@@ -90,10 +95,19 @@ def test_a_long_query_keeps_its_last_words(store: MemoryStore, make_principal) -
 UNSPACED = st.sampled_from("我喜欢吃披萨尤其是周五晚上東京タワーに行ったひらがなカタカナ서울에갔다ไปกรงเทพ")
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
-@given(prefix=st.text(UNSPACED, max_size=8), word=st.text(UNSPACED, min_size=1, max_size=4), suffix=st.text(UNSPACED, max_size=8))
+#: What is written glued to such text: a year, a brand, a glyph's variation selector.
+GLUED = st.sampled_from(["2024", "Python", "iPhone", "100", "\ufe00", "\U000e0100", "x"])
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    prefix=st.lists(st.text(UNSPACED, max_size=4) | GLUED, max_size=3).map("".join),
+    word=st.text(UNSPACED, min_size=1, max_size=4),
+    suffix=st.lists(st.text(UNSPACED, max_size=4) | GLUED, max_size=3).map("".join),
+)
 def test_every_run_inside_an_unspaced_text_matches_it(prefix: str, word: str, suffix: str) -> None:
-    """Every term of a query that is a run of the memory's text is one of the memory's terms."""
+    """Every term of a query that is a run of the memory's text is one of the memory's terms,
+    whatever Latin letters or digits are glued to the text ("2024年", "我用Python写代码")."""
     indexed = search_text(prefix + word + suffix)
     assert all(f" {term} " in indexed for term in query_terms(word))
 

@@ -65,10 +65,13 @@ _UNSPACED_CHARS = (
     "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
 )
 _UNSPACED = re.compile(f"[{_UNSPACED_CHARS}]")
-#: A run of an unspaced script, a word run (as :data:`_WORD`), or one character of anything
-#: else but space: a symbol (category ``So``: an emoji, a dingbat) becomes a term,
-#: punctuation is dropped.
-_TERM_SOURCE = re.compile(f"([{_UNSPACED_CHARS}]+)|[^\\W_]+|[^\\w\\s]")
+#: Variation selectors choose a glyph (葛 or its variant, ❤ as emoji) and mean nothing more;
+#: left in, one split an unspaced run.
+_VARIATION_SELECTOR = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+#: A run of an unspaced script, a word run (as :data:`_WORD`) of other scripts (so "2024年"
+#: and "iPhoneを" split where the script changes), or one character of anything else but
+#: space: a symbol (category ``So``: an emoji, a dingbat) becomes a term, punctuation is dropped.
+_TERM_SOURCE = re.compile(f"([{_UNSPACED_CHARS}]+)|[^\\W_{_UNSPACED_CHARS}]+|[^\\w\\s]")
 #: What the term of a piece of an unspaced script, and of a symbol, starts with before its
 #: code points in hex (``"披萨"`` -> ``u062ab08428``, 🍕 -> ``sym1f355``): ASCII letters and
 #: digits only, and at least three of them, so FTS5 and InnoDB FULLTEXT (whose shortest
@@ -187,7 +190,7 @@ def fold(text: str) -> str:
     """Lower-cased, compatibility-normalised, accents dropped (``Café`` -> ``cafe``); what
     is left is composed again, so a Hangul syllable stays one character. Marks of a script
     written without spaces are not accents and stay: Japanese voicing (パン is not ハン) and
-    Thai vowels and tones.
+    Thai vowels and tones. Variation selectors go.
 
     ASCII text is only lower-cased: it has nothing to decompose or drop, and the general
     path, a Python test per character, was most of the time of indexing an English memory."""
@@ -196,6 +199,8 @@ def fold(text: str) -> str:
     kept: list[str] = []
     on_unspaced = False
     for char in unicodedata.normalize("NFKD", text).casefold():
+        if _VARIATION_SELECTOR.match(char):
+            continue
         if not unicodedata.combining(char):
             on_unspaced = _UNSPACED.match(char) is not None
             kept.append(char)
