@@ -231,3 +231,22 @@ def test_a_body_that_breaks_mid_request_is_a_400_problem_and_no_server_error(ser
     time.sleep(0.5)
     log = served.stderr()
     assert "Traceback" not in log and "ERROR" not in log and "Fatal error" not in log, log[-3000:]
+
+
+def head_of(size: int) -> bytes:
+    """A GET whose request line and headers are exactly ``size`` bytes on the wire."""
+    bare = b"GET /v1/memory/search?q= HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    return bare.replace(b"?q= ", b"?q=" + b"a" * (size - len(bare)) + b" ")
+
+
+@pytest.mark.parametrize(("size", "status"), [(16 * 1024, 401), (16 * 1024 + 1, 431)])
+def test_the_limit_is_16_kb_to_the_byte_when_the_head_arrives_whole(served: Served, size: int, status: int) -> None:
+    assert len(head_of(size)) == size
+    assert raw_exchange(served.url, head_of(size), packet=1 << 20)[0] == status
+
+
+def test_a_short_bad_head_with_a_long_body_behind_it_is_400_not_431(served: Served) -> None:
+    """What h11 holds when it gives up includes body bytes of the same packet: only the head counts."""
+    request = b"POST /v1/memory HTTP/1.1\r\nHost: x\r\nno colon here\r\nContent-Length: 20000\r\n\r\n" + b"x" * 20_000
+    status, headers, body = raw_exchange(served.url, request, packet=1 << 20)
+    assert status == 400 and httpx.Response(status, content=body).json()["code"] == "malformed_request"

@@ -85,7 +85,7 @@ def head_too_large() -> RequestHeadTooLarge:
 def head_bytes(scope: Scope) -> int:
     """The size of the request line and headers as sent: ``GET /path?query HTTP/1.1``, ``name: value`` lines, CRLFs."""
     query = scope.get("query_string", b"")
-    line = len(scope["method"]) + len(scope.get("raw_path") or scope["path"].encode()) + (len(query) + 1 if query else 0) + 11
+    line = len(scope["method"]) + 1 + len(scope.get("raw_path") or scope["path"].encode()) + (len(query) + 1 if query else 0) + 11
     return line + sum(len(name) + len(value) + 4 for name, value in scope["headers"]) + 2
 
 

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import json
 from http import HTTPStatus
+from typing import Any
 
 import h11
+from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from memory_bank.api.middleware import REQUEST_HEAD_BYTES, head_too_large
@@ -30,10 +32,29 @@ __all__ = ["ProblemH11Protocol"]
 DRAIN_SECONDS = 1.0
 
 
+class _HintedConnection(h11.Connection):
+    """h11's connection, keeping the status its last refusal of the peer's bytes hinted: 431 for
+    a head over the buffer limit, else 400 (or 501). uvicorn drops the error; what h11 still
+    holds does not tell, as a head h11 could read but refused is gone from its buffer."""
+
+    refused_status = 400
+
+    def next_event(self) -> Any:
+        try:
+            return super().next_event()
+        except h11.RemoteProtocolError as error:
+            self.refused_status = error.error_status_hint
+            raise
+
+
 class ProblemH11Protocol(H11Protocol):
     """uvicorn's h11 protocol, refusing what it cannot parse as problem+json (``uvicorn.Config(http=...)``)."""
 
     _refused = False
+
+    def __init__(self, config: Config, *args: Any, **kwargs: Any) -> None:
+        super().__init__(config, *args, **kwargs)
+        self.conn = self._hinted = _HintedConnection(h11.SERVER, config.h11_max_incomplete_event_size or REQUEST_HEAD_BYTES)
 
     def data_received(self, data: bytes) -> None:
         if not self._refused:  # after a refusal, what the client still sends is dropped
@@ -60,7 +81,7 @@ class ProblemH11Protocol(H11Protocol):
     def _refusal(self, in_body: bool) -> DomainError:
         if in_body:  # the head was read: what broke is the body's chunked framing
             return MalformedRequest("The request's chunked body could not be read: a chunk size line, extension or trailer is malformed or over 16 KB.")
-        if len(self.conn.trailing_data[0]) > REQUEST_HEAD_BYTES:  # what serve tells h11 to buffer
+        if self._hinted.refused_status == 431:
             return head_too_large()
         return MalformedRequest(
             "The request is not valid HTTP/1.1: its request line, a header line or its framing (Host, Content-Length, "
