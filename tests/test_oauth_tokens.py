@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
@@ -163,6 +164,37 @@ def test_requests_that_come_while_the_keys_are_fetched_wait_for_that_fetch(
         statuses = list(pool.map(lambda n: save(client, tokens[n], f"saved at a cold start, {n}").status_code, range(20)))
     client.app.state.engine.dispose()
     assert statuses == [201] * 20 and issuer.jwks_fetches == 1
+
+
+def test_requests_behind_a_slow_key_fetch_share_its_answer_in_bounded_time(
+    database_url: str, issuer: AuthorizationServerOnLoopback, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A JWKS slower than the fetch deadline: the one fetch gives up, and the requests that
+    waited for it get its answer (503), even with no refresh interval, instead of each
+    fetching in turn (request k waited k+1 deadlines, a hostile pass)."""
+    monkeypatch.setattr("memory_bank.security.oauth.FETCH_TIMEOUT_SECONDS", 0.5)
+    issuer.jwks_delay_seconds = 3.0  # past the deadline: the fetch gives up
+    with app_for(database_url, issuer, oauth_jwks_refresh_seconds=0) as client, ThreadPoolExecutor(4) as pool:
+        tokens = [issuer.sign(issuer.claims(MCP)) for _ in range(4)]
+        statuses = list(pool.map(lambda n: save(client, tokens[n], f"behind a slow fetch, {n}").status_code, range(4)))
+    client.app.state.engine.dispose()
+    assert statuses == [503] * 4 and issuer.jwks_fetches == 1
+
+
+@pytest.mark.parametrize("failure", [AttributeError("'list' object has no attribute 'get'"), RecursionError(), httpx.InvalidURL("bad")])
+def test_whatever_breaks_the_key_fetch_is_503_not_500(
+    database_url: str, issuer: AuthorizationServerOnLoopback, monkeypatch: pytest.MonkeyPatch, failure: Exception
+) -> None:
+    """Metadata that is a JSON list, a malformed jwks_uri, a JWKS nested too deep: the keys
+    could not be had, which is 503 to every request (the first got a 500, a hostile pass)."""
+
+    async def broken(self: Any) -> Any:
+        raise failure
+
+    monkeypatch.setattr("memory_bank.security.oauth.OAuthTokens._fetch_keys", broken)
+    with app_for(database_url, issuer) as client:
+        assert [save(client, issuer.sign(issuer.claims(MCP)), f"try {n}").status_code for n in range(2)] == [503, 503]
+    client.app.state.engine.dispose()
 
 
 def test_claims_nested_past_the_parser_are_401_not_500(client: TestClient, issuer: AuthorizationServerOnLoopback) -> None:

@@ -116,17 +116,20 @@ class OAuthTokens:
         while the last fetch failed, a token whose key is not held cannot be judged (503)."""
         if self._keys is not None and _holds(self._keys, kid):
             return self._keys
+        arrived = monotonic()
         async with self._fetching.setdefault(asyncio.get_running_loop(), asyncio.Lock()):
             if self._keys is not None and _holds(self._keys, kid):  # a fetch this request waited for brought it
                 return self._keys
-            now = monotonic()
-            if self._fetched_at is None or now - self._fetched_at >= self._refresh_seconds:
-                self._fetched_at = now
+            last = self._fetched_at
+            # A fetch that ended while this request waited is its answer too, however short the
+            # refresh interval: waiters behind a slow server do not each fetch in turn.
+            if last is None or (last < arrived and monotonic() - last >= self._refresh_seconds):
                 try:
-                    self._keys, self._unreachable = await self._fetch_keys(), False
-                except (httpx.HTTPError, ValueError, TypeError, KeyError, JoseError) as error:
-                    log.warning("fetching the keys of %s failed: %s", self.issuer, error)
+                    self._keys, self._unreachable = await asyncio.wait_for(self._fetch_keys(), FETCH_TIMEOUT_SECONDS), False
+                except Exception as error:  # noqa: BLE001 - whatever the server sent or failed to send, no keys came
+                    log.warning("fetching the keys of %s failed: %s: %s", self.issuer, type(error).__name__, error)
                     self._unreachable = True
+                self._fetched_at = monotonic()
         if self._unreachable:
             # The keys held still check the tokens they signed; this one may be signed by a new key.
             raise AuthorizationServerDown(f"the authorization server {self.issuer} is unreachable; try again shortly")
