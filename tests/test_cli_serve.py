@@ -192,9 +192,13 @@ def test_a_request_head_over_the_limit_is_a_431_problem_not_plain_text(served: S
     [b"GARBAGE\r\n\r\n", b"GET /v1/memory HTTP/1.1\r\nno colon here\r\n\r\n", b"G\xc3\xa9T / HTTP/1.1\r\n\r\n"],
 )
 def test_bytes_that_are_not_http_get_a_400_problem(served: Served, request_head: bytes) -> None:
+    """With a date, and a request id that the server's access line names, as every answer has."""
     status, headers, body = raw_exchange(served.url, request_head)
     assert (status, headers["content-type"]) == (400, "application/problem+json")
-    assert httpx.Response(status, content=body).json()["code"] == "malformed_request"
+    document = httpx.Response(status, content=body).json()
+    assert document["code"] == "malformed_request" and document["request_id"] == headers["x-request-id"]
+    assert headers["date"].endswith(" GMT")
+    assert f"[{document['request_id']}] (unparsable request) -> 400 malformed_request" in served.stderr()
 
 
 def test_a_websocket_upgrade_is_an_ordinary_request_answered_as_a_problem(served: Served) -> None:

@@ -35,6 +35,10 @@ MAX_PROBLEM_BYTES = 64 * 1024
 REQUEST_HEAD_BYTES = 16 * 1024
 
 
+def new_request_id() -> str:
+    return secrets.token_hex(8)
+
+
 class RequestIdMiddleware:
     """Give every request an id (the client's ``X-Request-ID`` or a new one).
 
@@ -50,7 +54,7 @@ class RequestIdMiddleware:
             await self.app(scope, receive, send)
             return
         supplied = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
-        request_id = supplied if _SAFE_REQUEST_ID.match(supplied) else secrets.token_hex(8)
+        request_id = supplied if _SAFE_REQUEST_ID.match(supplied) else new_request_id()
         scope.setdefault("state", {})["request_id"] = request_id
 
         async def send_with_id(message: Message) -> None:

@@ -3,17 +3,19 @@
 uvicorn's h11 protocol answers a request head it cannot read with a plain-text 400
 ("Invalid HTTP request received.") before any app code runs: a URL or headers over h11's
 limit (16 KB) once they arrive in more than one packet (the app refuses one that came
-whole, ``api.middleware.RequestHeadLimit``), or bytes that are not HTTP. A
-client that reads every refusal as problem+json then met one that is not. This protocol
-sends the document the app would: 431 ``request_head_too_large`` when the head outgrew
-the limit, else 400 ``malformed_request``. h11 can read no further on that connection,
-so it closes, but only after a short drain: closed with the rest of a long head unread,
-the socket resets, and the reset can discard the answer before the client reads it.
+whole, ``api.middleware.RequestHeadLimit``), or bytes that are not HTTP. A client that
+reads every refusal as problem+json then met one that is not. This protocol sends the
+document the app would: 431 ``request_head_too_large`` when the head outgrew the limit,
+else 400 ``malformed_request``, with a request id that its access line names too. h11 can
+read no further on that connection, so it closes, but only after a short drain: closed
+with the rest of a long head unread, the socket resets, and the reset can discard the
+answer before the client reads it.
 """
 
 from __future__ import annotations
 
 import json
+from email.utils import formatdate
 from http import HTTPStatus
 from typing import Any
 
@@ -21,9 +23,10 @@ import h11
 from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from memory_bank.api.middleware import REQUEST_HEAD_BYTES, head_too_large
+from memory_bank.api.middleware import REQUEST_HEAD_BYTES, head_too_large, new_request_id
 from memory_bank.api.problems import PROBLEM_JSON, problem_document, status_of
 from memory_bank.errors import DomainError, MalformedRequest
+from memory_bank.observability.logging import log_unparsed
 
 __all__ = ["ProblemH11Protocol"]
 
@@ -70,9 +73,16 @@ class ProblemH11Protocol(H11Protocol):
         if self.conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):  # the app has answered already
             self.transport.close()
             return
-        error = self._refusal(in_body)
-        body = json.dumps(problem_document(error), separators=(",", ":")).encode()
-        headers = [(b"content-type", PROBLEM_JSON.encode()), (b"content-length", str(len(body)).encode()), (b"connection", b"close")]
+        error, request_id = self._refusal(in_body), new_request_id()
+        body = json.dumps(problem_document(error, request_id=request_id), separators=(",", ":")).encode()
+        headers = [
+            (b"content-type", PROBLEM_JSON.encode()),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+            (b"date", formatdate(usegmt=True).encode()),
+            (b"x-request-id", request_id.encode()),
+        ]
+        log_unparsed(request_id, status_of(error), error.code.value)
         for event in (h11.Response(status_code=(status := status_of(error)), headers=headers, reason=HTTPStatus(status).phrase), h11.Data(data=body), h11.EndOfMessage()):
             self.transport.write(self.conn.send(event))
         self._refused = True

@@ -185,6 +185,17 @@ class AccessLog:
             self._log.error(message + ", aborted before the response was complete", extra={"fields": fields})
 
 
+def log_unparsed(request_id: str, status: int, code: str) -> None:
+    """The access line of a request the HTTP server refused before the app saw it (``api.unparsed``):
+    no method or path could be read, so it names what was refused and the id the client was given."""
+    token = _request_id.set(request_id)
+    try:
+        fields = {"method": None, "path": None, "status": status, "code": code}
+        logging.getLogger(ACCESS_LOGGER).info(f"(unparsable request) -> {status} {code}", extra={"fields": fields})
+    finally:
+        _request_id.reset(token)
+
+
 def describe_database(url: URL) -> str:
     """Where the data is: SQLite's absolute file, else the server and database (never the password)."""
     if url.get_backend_name() == "sqlite":
