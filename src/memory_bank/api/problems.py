@@ -42,7 +42,6 @@ PROBLEM_JSON = "application/problem+json"
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
-
 def _query_names(item: Mapping[str, Any], operation: Mapping[str, Any]) -> frozenset[str]:
     """The query parameters an operation of the spec declares (``$ref``s to its components resolved)."""
     declared = [*item.get("parameters", ()), *operation.get("parameters", ())]
@@ -50,17 +49,22 @@ def _query_names(item: Mapping[str, Any], operation: Mapping[str, Any]) -> froze
     return frozenset(p["name"] for p in resolved if p.get("in") == "query")
 
 
-#: Method -> the spec's path templates for it, each with the query parameters it takes: what a
-#: misspelt path is compared with.
-_SPEC_PATHS: dict[str, list[tuple[str, frozenset[str]]]] = {}
-for _path, _item in SPEC["paths"].items():
-    for _method, _operation in _item.items():
-        if _method.upper() in HTTP_METHODS:
-            _SPEC_PATHS.setdefault(_method.upper(), []).append((_path, _query_names(_item, _operation)))
-for _templates in _SPEC_PATHS.values():  # a route of literals before one whose placeholder a word may fill
-    _templates.sort(key=lambda template: template[0].count("{"))
+def _spec_paths() -> dict[str, list[tuple[str, frozenset[str]]]]:
+    """Method -> the spec's path templates for it, each with the query parameters it takes, a
+    route of literals before one whose placeholder a word may fill."""
+    paths: dict[str, list[tuple[str, frozenset[str]]]] = {}
+    for path, item in SPEC["paths"].items():
+        for method, operation in item.items():
+            if method.upper() in HTTP_METHODS:
+                paths.setdefault(method.upper(), []).append((path, _query_names(item, operation)))
+    return {method: sorted(templates, key=lambda template: template[0].count("{")) for method, templates in paths.items()}
+
+
+#: What a misspelt path is compared with (:func:`_spec_paths`).
+_SPEC_PATHS = _spec_paths()
 #: Every literal segment of the spec's paths: a word a client spelt right, whichever route it is in.
 _LITERALS = frozenset(part for path in SPEC["paths"] for part in path.strip("/").split("/") if not part.startswith("{"))
+
 
 @dataclass(frozen=True)
 class ProblemType:
