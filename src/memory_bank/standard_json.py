@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 NOT_FINITE = "NaN, Infinity and -Infinity are not JSON numbers (RFC 8259), nor is one past a double's range such as 1e400"
 
 
+#: What half a surrogate pair is called, whichever half jiter names.
 _UNPAIRED = "a string holds half a UTF-16 surrogate pair (\\ud800) without the other half (a pair: \\ud83d\\ude00)"
 #: Parser faults (pydantic's jiter words them) put plainly: jiter calls a lone low
 #: surrogate "leading" and a lone high one "unexpected end of hex escape".
@@ -32,7 +33,7 @@ _POSITION = re.compile(r" at line \d+ column \d+$")
 def plain_fault(reason: str) -> str:
     """A parser's ``reason`` for refusing JSON, put plainly where its own words mislead (its
     position kept): ``lone leading surrogate in hex escape at line 1 column 19`` -> ``a string
-    holds an unpaired UTF-16 surrogate escape ... (line 1 column 19)``."""
+    holds half a UTF-16 surrogate pair ... (at line 1 column 19)``."""
     for fault, plain in _PLAIN_FAULTS:
         if fault in reason:
             position = _POSITION.search(reason)

@@ -23,7 +23,11 @@ import h11
 from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from memory_bank.api.middleware import REQUEST_HEAD_BYTES, head_too_large, new_request_id
+from memory_bank.api.middleware import (
+    REQUEST_HEAD_BYTES,
+    head_too_large,
+    new_request_id,
+)
 from memory_bank.api.problems import PROBLEM_JSON, problem_document, status_of
 from memory_bank.errors import DomainError, MalformedRequest
 from memory_bank.observability.logging import log_unparsed
@@ -64,16 +68,16 @@ class ProblemH11Protocol(H11Protocol):
             super().data_received(data)
 
     def send_400_response(self, msg: str) -> None:
-        in_body = self.cycle is not None and not self.cycle.response_complete
-        if self.cycle is not None and in_body:
+        running = self.cycle if self.cycle is not None and not self.cycle.response_complete else None
+        if running is not None:
             # A body that broke mid-request: the app, still running, must not answer after this
             # refusal (h11 refused its second response: an ERROR and a traceback per request).
-            self.cycle.disconnected = True
-            self.cycle.message_event.set()
+            running.disconnected = True
+            running.message_event.set()
         if self.conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):  # the app has answered already
             self.transport.close()
             return
-        error, request_id = self._refusal(in_body), new_request_id()
+        error, request_id = self._refusal(in_body=running is not None), new_request_id()
         body = json.dumps(problem_document(error, request_id=request_id), separators=(",", ":")).encode()
         headers = [
             (b"content-type", PROBLEM_JSON.encode()),
@@ -82,15 +86,19 @@ class ProblemH11Protocol(H11Protocol):
             (b"date", formatdate(usegmt=True).encode()),
             (b"x-request-id", request_id.encode()),
         ]
-        log_unparsed(request_id, status_of(error), error.code.value)
-        for event in (h11.Response(status_code=(status := status_of(error)), headers=headers, reason=HTTPStatus(status).phrase), h11.Data(data=body), h11.EndOfMessage()):
+        status = status_of(error)
+        log_unparsed(request_id, status, error.code.value)
+        for event in (h11.Response(status_code=status, headers=headers, reason=HTTPStatus(status).phrase), h11.Data(data=body), h11.EndOfMessage()):
             self.transport.write(self.conn.send(event))
         self._refused = True
         self.loop.call_later(DRAIN_SECONDS, self.transport.close)
 
-    def _refusal(self, in_body: bool) -> DomainError:
+    def _refusal(self, *, in_body: bool) -> DomainError:
         if in_body:  # the head was read: what broke is the body's chunked framing
-            return MalformedRequest("The request's chunked body could not be read: a chunk size line, extension or trailer is malformed or over 16 KB.")
+            return MalformedRequest(
+                "The request's chunked body could not be read: a chunk size line, extension or trailer "
+                f"is malformed or over {REQUEST_HEAD_BYTES // 1024} KB."
+            )
         if self._hinted.refused_status == 431:
             return head_too_large()
         return MalformedRequest(

@@ -144,10 +144,11 @@ class TokenStore:
         None when no live token has this id. The swap is conditional on the secret read,
         so of two rotations whose transactions overlap one wins and the other is
         ``conflict``: no rotation is answered with a secret that another one replaced
-        before it committed; one that a revocation overtook finds no live token (None). Rotations that the database serialises apply one after
-        another, each replacing the last one's secret, as the spec says. An expired token is
-        ``conflict`` too: rotation keeps the expiry, so its new secret would be born
-        dead; the answer says to create a token instead.
+        before it committed; one that a revocation overtook finds no live token (None).
+        Rotations that the database serialises apply one after another, each replacing the
+        last one's secret, as the spec says. An expired token is ``conflict`` too: rotation
+        keeps the expiry, so its new secret would be born dead; the answer says to create a
+        token instead.
         """
         plaintext = mint()
         with transaction(self._engine, write=True) as session:
