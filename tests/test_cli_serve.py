@@ -254,3 +254,106 @@ def test_a_short_bad_head_with_a_long_body_behind_it_is_400_not_431(served: Serv
     request = b"POST /v1/memory HTTP/1.1\r\nHost: x\r\nno colon here\r\nContent-Length: 20000\r\n\r\n" + b"x" * 20_000
     status, headers, body = raw_exchange(served.url, request, packet=1 << 20)
     assert status == 400 and httpx.Response(status, content=body).json()["code"] == "malformed_request"
+
+
+#: The impatient server's ``MEMORY_BANK_REQUEST_TIMEOUT_SECONDS``.
+TIMEOUT_SECONDS = 1.5
+
+
+@pytest.fixture(scope="module")
+def impatient(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A server that waits 1.5 s for a request to arrive, where the default waits 20."""
+    served = start(tmp_path_factory.mktemp("impatient"), MEMORY_BANK_REQUEST_TIMEOUT_SECONDS=str(TIMEOUT_SECONDS))
+    yield served
+    served.process.terminate()
+    served.process.wait(timeout=30)
+
+
+def connect(served: Served) -> socket.socket:
+    host, port = served.url.removeprefix("http://").split(":")
+    return socket.create_connection((host, int(port)), timeout=10)
+
+
+def read_to_close(connection: socket.socket) -> tuple[bytes, float]:
+    """What the server sends until it closes, and how many seconds that took."""
+    started, received = time.monotonic(), b""
+    while chunk := connection.recv(65536):
+        received += chunk
+    return received, time.monotonic() - started
+
+
+def problem_of(received: bytes) -> tuple[int, dict[str, object]]:
+    head, _, body = received.partition(b"\r\n\r\n")
+    return int(head.split()[1]), httpx.Response(200, content=body).json()
+
+
+def test_a_connection_that_never_sends_is_closed_without_an_answer(impatient: Served) -> None:
+    """uvicorn alone kept it open for ever: a few thousand of them took every file descriptor."""
+    with connect(impatient) as connection:
+        received, waited = read_to_close(connection)
+    assert received == b"" and TIMEOUT_SECONDS - 0.2 < waited < TIMEOUT_SECONDS + 5
+
+
+def test_a_head_sent_a_line_at_a_time_past_the_deadline_gets_a_408_problem(impatient: Served) -> None:
+    """Each line came well inside the timeout (and cancelled uvicorn's keep-alive timer): the
+    deadline is on the whole head."""
+    with connect(impatient) as connection:
+        connection.sendall(b"GET /v1/memory HTTP/1.1\r\n")
+        for _ in range(int(TIMEOUT_SECONDS / 0.3) + 2):
+            time.sleep(0.3)
+            try:
+                connection.sendall(b"X-Slow: y\r\n")
+            except OSError:  # refused and drained already
+                break
+        received, _ = read_to_close(connection)
+    status, document = problem_of(received)
+    assert (status, document["code"]) == (408, "request_timeout") and "head" in str(document["detail"])
+    assert b"connection: close" in received.lower()
+    assert f"[{document['request_id']}] (unfinished request) -> 408 request_timeout" in impatient.stderr()
+
+
+def test_a_body_that_stalls_gets_a_408_problem_and_the_app_writes_nothing(impatient: Served) -> None:
+    token = development_token(impatient.stderr()).encode()
+    with connect(impatient) as connection:
+        connection.sendall(
+            b"POST /v1/memory HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token
+            + b"\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{\"content\": "
+        )  # fmt: skip
+        received, waited = read_to_close(connection)
+    status, document = problem_of(received)
+    assert (status, document["code"]) == (408, "request_timeout") and "body paused" in str(document["detail"])
+    assert waited < TIMEOUT_SECONDS + 5
+    listed = httpx.get(impatient.url + "/v1/memory", headers={"Authorization": f"Bearer {token.decode()}"})
+    assert listed.json()["items"] == []
+    log = impatient.stderr()
+    assert "Traceback" not in log and "ERROR" not in log, log[-3000:]
+
+
+def read_response(connection: socket.socket) -> bytes:
+    """One response on a kept-alive connection: its head, then as many body bytes as it says."""
+    received = b""
+    while b"\r\n\r\n" not in received:
+        received += connection.recv(65536)
+    head, _, body = received.partition(b"\r\n\r\n")
+    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")))
+    while len(body) < length:
+        body += connection.recv(65536)
+    return head + b"\r\n\r\n" + body
+
+
+def test_a_client_that_keeps_up_is_never_cut_and_refusals_are_counted(impatient: Served) -> None:
+    """A kept-alive connection whose requests each arrive in time, some in two pieces, stays
+    up for longer than the timeout; the refusals above show in /metrics as ``(unparsed)``."""
+    token = development_token(impatient.stderr()).encode()
+    started = time.monotonic()
+    with connect(impatient) as connection:
+        for _ in range(4):
+            connection.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token + b"\r\n")
+            time.sleep(TIMEOUT_SECONDS / 3)
+            connection.sendall(b"\r\n")
+            assert read_response(connection).startswith(b"HTTP/1.1 200 ")
+            time.sleep(TIMEOUT_SECONDS / 3)
+        assert time.monotonic() - started > TIMEOUT_SECONDS
+        connection.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token + b"\r\n\r\n")
+        metrics = read_response(connection)
+    assert b'memory_bank_requests_total{code="408",operation="(unparsed)"}' in metrics

@@ -91,6 +91,7 @@ def create_app(settings: Settings | None = None, *, clock: Callable[[], float] =
     app.state.tokens = tokens
     app.state.oauth = oauth
     app.state.audit = operations.audit
+    app.state.metrics = operations.metrics
     app.state.capabilities = registry
     # Innermost first: metrics, the access log and the request id all see the last-resort 500,
     # and the id is chosen before the access log writes it. HEAD is routed as GET below the

@@ -31,6 +31,7 @@ class ErrorCode(StrEnum):
     payload_too_large = "payload_too_large"
     request_head_too_large = "request_head_too_large"
     malformed_request = "malformed_request"
+    request_timeout = "request_timeout"
     conflict = "conflict"
     rate_limited = "rate_limited"
     rate_limit_unavailable = "rate_limit_unavailable"
@@ -167,6 +168,12 @@ class MalformedRequest(DomainError):
     code = ErrorCode.malformed_request
 
 
+class RequestTimeout(DomainError):
+    """A request that stopped arriving: its head not whole in time, or its body paused too long."""
+
+    code = ErrorCode.request_timeout
+
+
 class Conflict(DomainError):
     code = ErrorCode.conflict
 
@@ -201,6 +208,7 @@ ERROR_BY_CODE: dict[ErrorCode, type[DomainError]] = {
         PayloadTooLarge,
         RequestHeadTooLarge,
         MalformedRequest,
+        RequestTimeout,
         Conflict,
         RateLimited,
         RateLimitUnavailable,

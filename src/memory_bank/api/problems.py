@@ -85,6 +85,7 @@ PROBLEM_TYPES: dict[ErrorCode, ProblemType] = {
     ErrorCode.payload_too_large: ProblemType(413, "Payload too large"),
     ErrorCode.request_head_too_large: ProblemType(431, "Request header fields too large"),
     ErrorCode.malformed_request: ProblemType(400, "Malformed HTTP request"),
+    ErrorCode.request_timeout: ProblemType(408, "Request timeout"),
     ErrorCode.conflict: ProblemType(409, "Conflict"),
     ErrorCode.rate_limited: ProblemType(429, "Rate limit exceeded"),
     ErrorCode.rate_limit_unavailable: ProblemType(503, "Rate limiter unavailable"),

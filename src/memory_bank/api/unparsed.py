@@ -10,14 +10,24 @@ else 400 ``malformed_request``, with a request id that its access line names too
 read no further on that connection, so it closes, but only after a short drain: closed
 with the rest of a long head unread, the socket resets, and the reset can discard the
 answer before the client reads it.
+
+uvicorn also waits for ever on a client that stops sending: a connection opened and left
+silent, a head sent a line every few seconds (each byte cancels its keep-alive timer), a
+body that stalls. A few thousand of them hold every file descriptor and the server takes
+no more connections. So a request's head must arrive whole within ``timeout_seconds``
+(the ``request_timeout_seconds`` setting) of the connection's opening or the previous
+answer, and its body may not pause for longer: past that the client gets 408
+``request_timeout`` and the connection closes (one that sent nothing closes quietly, as
+at keep-alive's end).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from email.utils import formatdate
 from http import HTTPStatus
-from typing import Any
+from typing import Any, ClassVar
 
 import h11
 from uvicorn.config import Config
@@ -29,10 +39,11 @@ from memory_bank.api.middleware import (
     new_request_id,
 )
 from memory_bank.api.problems import PROBLEM_JSON, problem_document, status_of
-from memory_bank.errors import DomainError, MalformedRequest
+from memory_bank.errors import DomainError, MalformedRequest, RequestTimeout
 from memory_bank.observability.logging import log_unparsed
+from memory_bank.observability.metrics import Metrics
 
-__all__ = ["ProblemH11Protocol"]
+__all__ = ["ProblemH11Protocol", "problem_protocol"]
 
 
 #: Seconds a refused connection's further bytes are read and dropped before it closes.
@@ -54,30 +65,95 @@ class _HintedConnection(h11.Connection):
             raise
 
 
-class ProblemH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol, refusing what it cannot parse as problem+json (``uvicorn.Config(http=...)``)."""
+def problem_protocol(timeout_seconds: float, metrics: Metrics | None = None) -> type[ProblemH11Protocol]:
+    """The class to give ``uvicorn.Config(http=...)``: uvicorn makes one per connection and
+    passes it only its own config, so the settings ride on the class."""
+    return type("ProblemH11Protocol", (ProblemH11Protocol,), {"timeout_seconds": timeout_seconds, "metrics": metrics})
 
+
+class ProblemH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, refusing what it cannot parse, or what does not arrive in time,
+    as problem+json; made by :func:`problem_protocol`."""
+
+    #: How long a head may take to arrive whole, and a body may pause (``request_timeout_seconds``).
+    timeout_seconds: ClassVar[float]
+    #: Where refusals are counted (the app's series).
+    metrics: ClassVar[Metrics | None]
     _refused = False
 
     def __init__(self, config: Config, *args: Any, **kwargs: Any) -> None:
         super().__init__(config, *args, **kwargs)
         self.conn = self._hinted = _HintedConnection(h11.SERVER, config.h11_max_incomplete_event_size or REQUEST_HEAD_BYTES)
+        self._deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._set_deadline()
 
     def data_received(self, data: bytes) -> None:
         if not self._refused:  # after a refusal, what the client still sends is dropped
             super().data_received(data)
+            self._watch(progress=True)
+
+    def on_response_complete(self) -> None:
+        self._set_deadline()  # for the next request's head, which the call below may read already
+        super().on_response_complete()
+        self._watch(progress=False)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._clear_deadline()
+        super().connection_lost(exc)
+
+    def _watch(self, *, progress: bool) -> None:
+        """Keep the deadline that fits what the client is sending: the head's (set when the
+        connection opened or an answer ended), the body's (set again at every piece), or none
+        once the whole request is in."""
+        state = self.conn.their_state
+        if state is h11.SEND_BODY:
+            if progress or self._deadline is None:
+                self._set_deadline()
+        elif state is not h11.IDLE:
+            self._clear_deadline()
+
+    def _set_deadline(self) -> None:
+        self._clear_deadline()
+        self._deadline = self.loop.call_later(self.timeout_seconds, self._overdue)
+
+    def _clear_deadline(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _overdue(self) -> None:
+        self._deadline = None
+        if self._refused or self.transport.is_closing():
+            return
+        state = self.conn.their_state
+        if self.conn.they_are_waiting_for_100_continue:
+            self._set_deadline()  # the client waits for the app's "100 Continue": not its delay
+        elif state is h11.IDLE and not self.conn.trailing_data[0]:
+            self.timeout_keep_alive_handler()  # nothing of a request came: close as keep-alive does
+        elif state in (h11.IDLE, h11.SEND_BODY):
+            late = "head (request line and headers) did not arrive whole within" if state is h11.IDLE else "body paused for over"
+            self._refuse(RequestTimeout(f"The request's {late} {self.timeout_seconds:g} seconds."))
 
     def send_400_response(self, msg: str) -> None:
+        in_body = self.cycle is not None and not self.cycle.response_complete
+        self._refuse(self._refusal(in_body=in_body))
+
+    def _refuse(self, error: DomainError) -> None:
+        """Answer ``error`` as the app would, then drain and close: h11 reads no further."""
+        self._clear_deadline()
         running = self.cycle if self.cycle is not None and not self.cycle.response_complete else None
         if running is not None:
-            # A body that broke mid-request: the app, still running, must not answer after this
-            # refusal (h11 refused its second response: an ERROR and a traceback per request).
+            # A body that broke or stalled mid-request: the app, still running, must not answer
+            # after this refusal (h11 refused its second response: an ERROR and a traceback per request).
             running.disconnected = True
             running.message_event.set()
         if self.conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):  # the app has answered already
             self.transport.close()
             return
-        error, request_id = self._refusal(in_body=running is not None), new_request_id()
+        request_id = new_request_id()
         body = json.dumps(problem_document(error, request_id=request_id), separators=(",", ":")).encode()
         headers = [
             (b"content-type", PROBLEM_JSON.encode()),
@@ -87,7 +163,9 @@ class ProblemH11Protocol(H11Protocol):
             (b"x-request-id", request_id.encode()),
         ]
         status = status_of(error)
-        log_unparsed(request_id, status, error.code.value)
+        log_unparsed(request_id, status, error.code.value, "unfinished request" if isinstance(error, RequestTimeout) else "unparsable request")
+        if self.metrics is not None:
+            self.metrics.observe_refusal(status)
         for event in (h11.Response(status_code=status, headers=headers, reason=HTTPStatus(status).phrase), h11.Data(data=body), h11.EndOfMessage()):
             self.transport.write(self.conn.send(event))
         self._refused = True

@@ -103,7 +103,7 @@ def serve(
         raise typer.Exit(2)
     listener = listen(host, port)
     from memory_bank.api.middleware import REQUEST_HEAD_BYTES  # here: the other commands need not load the web stack
-    from memory_bank.api.unparsed import ProblemH11Protocol
+    from memory_bank.api.unparsed import problem_protocol
     from memory_bank.app import create_app
 
     config = settings().bound_to(host, listener.getsockname()[1])  # the real port, also for --port 0
@@ -116,5 +116,6 @@ def serve(
     # Logging is the app's (create_app configured it): uvicorn must not install its own.
     # No websocket route exists: without ws="none", any request with "Upgrade: websocket" met
     # uvicorn's websocket handshake, which refuses in plain text.
-    server = uvicorn.Config(app, log_config=None, http=ProblemH11Protocol, ws="none", h11_max_incomplete_event_size=REQUEST_HEAD_BYTES)
+    protocol = problem_protocol(config.request_timeout_seconds, app.state.metrics)
+    server = uvicorn.Config(app, log_config=None, http=protocol, ws="none", h11_max_incomplete_event_size=REQUEST_HEAD_BYTES)
     uvicorn.Server(server).run(sockets=[listener])

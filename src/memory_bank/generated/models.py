@@ -481,6 +481,7 @@ class Problem(BaseModel):
         "payload_too_large",
         "request_head_too_large",
         "malformed_request",
+        "request_timeout",
         "conflict",
         "rate_limited",
         "rate_limit_unavailable",

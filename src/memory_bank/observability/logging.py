@@ -185,13 +185,13 @@ class AccessLog:
             self._log.error(message + ", aborted before the response was complete", extra={"fields": fields})
 
 
-def log_unparsed(request_id: str, status: int, code: str) -> None:
+def log_unparsed(request_id: str, status: int, code: str, what: str = "unparsable request") -> None:
     """The access line of a request the HTTP server refused before the app saw it (``api.unparsed``):
-    no method or path could be read, so it names what was refused and the id the client was given."""
+    no method or path could be read, so it names ``what`` was refused and the id the client was given."""
     token = _request_id.set(request_id)
     try:
         fields = {"method": None, "path": None, "status": status, "code": code}
-        logging.getLogger(ACCESS_LOGGER).info(f"(unparsable request) -> {status} {code}", extra={"fields": fields})
+        logging.getLogger(ACCESS_LOGGER).info(f"({what}) -> {status} {code}", extra={"fields": fields})
     finally:
         _request_id.reset(token)
 

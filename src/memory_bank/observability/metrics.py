@@ -20,6 +20,9 @@ LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 #: (``/mcp``) names what it served; the call observer prefers it to the route.
 OPERATION_STATE_KEY = "metrics_operation"
 
+#: What a request refused before routing (unreadable, over 16 KB, too slow) counts under.
+UNPARSED_OPERATION = "(unparsed)"
+
 #: ``/mcp`` traffic; a ``tools/call`` for a listed tool is ``mcp:<tool name>``.
 MCP_OPERATION = "mcp"
 
@@ -83,6 +86,10 @@ class Metrics:
     def observe_request(self, operation: str, status: int, seconds: float) -> None:
         self.requests.labels(operation, str(status)).inc()
         self.latency.labels(operation).observe(seconds)
+
+    def observe_refusal(self, status: int) -> None:
+        """A request the HTTP server refused before the app saw it (api.unparsed): no operation to name."""
+        self.requests.labels(UNPARSED_OPERATION, str(status)).inc()
 
     def observe_tool_call(self, tool: str, error_code: str | None) -> None:
         self.tool_calls.labels(tool, error_code or "ok").inc()
