@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.engine import Engine
 
-from memory_bank.errors import InvalidInput
+from memory_bank.errors import Conflict, InvalidInput
 from memory_bank.security.principal import Principal
 from memory_bank.store import MemoryFilter, MemoryStore
 from memory_bank.store.search import changes, postings
@@ -57,7 +57,10 @@ def apply(store: MemoryStore, people: list[Principal], write: tuple[str, int, st
     longer the head, or not theirs, is refused as it would be over the API: no change)."""
     kind, who, option, text = write
     if kind == "save":
-        store.create(people[who], {"content": text, "scope": option, "tags": ["t1"] if len(text) % 2 else []})
+        try:  # the same words saved again with another scope or tags are refused: no change
+            store.create(people[who], {"content": text, "scope": option, "tags": ["t1"] if len(text) % 2 else []})
+        except Conflict:
+            pass
     elif kind == "put":
         store.put_keypath(people[who], option, {"content": text})
     elif kind == "import":
