@@ -7,6 +7,7 @@ large to scan takes, as well as the scan."""
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 import pytest
@@ -142,4 +143,68 @@ def test_rows_indexed_before_are_indexed_anew_and_plain_ascii_rows_are_left_alon
     assert [row.id for row, _ in store.search(ann, EVERYTHING, "晚餐", 5)][:1] == [tagged.id]
     with engine.connect() as connection:
         kept = connection.execute(sa.select(MemoryRow.search_text).where(MemoryRow.content == MEMORIES["english"])).scalar_one()
+    assert kept == " untouched "
+
+
+def test_a_query_that_starts_with_a_mark_finds_the_characters_after_it(store: MemoryStore, make_principal) -> None:
+    """A mark with no base before it ("ิ" of "กิน", cut off its consonant) is dropped, so the
+    rest is searched; kept, it made a pair no memory holds, and nothing was found."""
+    ann = make_principal()
+    eat, _ = store.create(ann, {"content": MEMORIES["eat"]})
+    assert eat.id in [row.id for row, _ in store.search(ann, EVERYTHING, "ิน", 5)]
+    assert query_terms("ิ") == []
+
+
+def test_a_word_spelt_like_a_character_term_does_not_find_the_character(store: MemoryStore, make_principal) -> None:
+    """Pieces and emoji are indexed as ASCII terms; a memory writing such a term as a word is
+    found by that word, and neither finds the other."""
+    ann = make_principal()
+    (spelt,) = query_terms("北京")
+    beijing, _ = store.create(ann, {"content": "北京"})
+    word, _ = store.create(ann, {"content": f"locker code {spelt}"})
+    pizza_word, _ = store.create(ann, {"content": "SYM1F355 and x" + spelt})
+    assert [row.id for row, _ in store.search(ann, EVERYTHING, "北京", 5)] == [beijing.id]
+    assert [row.id for row, _ in store.search(ann, EVERYTHING, spelt, 5)] == [word.id]
+    assert [row.id for row, _ in store.search(ann, EVERYTHING, "x" + spelt, 5)] == [pizza_word.id]
+    assert store.search(ann, EVERYTHING, "🍕", 5) == []
+
+
+def spelt_as_terms(char: str) -> bool:
+    terms = search_text(char).split()
+    return bool(terms) and all(re.fullmatch("(u|sym)[0-9a-f]+", term) for term in terms)
+
+
+#: Characters the tokenizer spells as terms: of unspaced scripts, and symbols.
+SPELT = st.characters(categories=["Lo", "Mn", "So"]).filter(spelt_as_terms)
+
+
+@given(words=st.lists(st.from_regex(r"[A-Za-z0-9]{1,20}", fullmatch=True), min_size=1, max_size=5), spelt=st.text(SPELT, min_size=1, max_size=6))
+def test_no_ascii_word_shares_a_term_with_spelt_text(words: list[str], spelt: str) -> None:
+    """Whatever ASCII words a memory holds, their terms and those of spelt characters never meet;
+    the words' own spelling as terms included."""
+    ascii_terms = set(query_terms(" ".join(words))) | set(search_text(" ".join(words)).split())
+    own_spelling = " ".join(query_terms(spelt) + search_text(spelt).split())
+    ascii_terms |= set(query_terms(own_spelling))
+    assert not ascii_terms & (set(query_terms(spelt)) | set(search_text(spelt).split()))
+
+
+def test_rows_holding_a_word_spelt_like_a_term_are_indexed_anew(engine: Engine, store: MemoryStore, make_principal) -> None:
+    """Revision 0010 clears the search text of rows holding such a word, in any case or width,
+    and the backfill writes the escaped terms; other rows are not touched."""
+    ann = make_principal()
+    (spelt,) = query_terms("北京")
+    word, _ = store.create(ann, {"content": "code " + spelt.upper()})
+    tagged, _ = store.create(ann, {"content": "lunch", "tags": ["ｕ" + spelt[1:]]})  # fullwidth u
+    beijing, _ = store.create(ann, {"content": "北京"})
+    plain, _ = store.create(ann, {"content": "pizza"})
+    with engine.begin() as connection:  # the terms the code before wrote: the word unescaped
+        for row in (word, tagged, beijing):
+            connection.execute(sa.update(MemoryRow).values(search_text=f" {spelt} ").where(MemoryRow.id == row.id))
+        connection.execute(sa.update(MemoryRow).values(search_text=" untouched ").where(MemoryRow.id == plain.id))
+    rerun(engine, "0010", before="0009")
+    create_schema(engine)  # the start-up backfill
+    assert [row.id for row, _ in store.search(ann, EVERYTHING, "北京", 5)] == [beijing.id]
+    assert {row.id for row, _ in store.search(ann, EVERYTHING, spelt, 5)} == {word.id, tagged.id}
+    with engine.connect() as connection:
+        kept = connection.execute(sa.select(MemoryRow.search_text).where(MemoryRow.id == plain.id)).scalar_one()
     assert kept == " untouched "

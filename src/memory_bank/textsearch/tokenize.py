@@ -79,6 +79,10 @@ _TERM_SOURCE = re.compile(f"([{_UNSPACED_CHARS}]+)|[^\\W_{_UNSPACED_CHARS}]+|[^\
 #: keep it as one indexed word.
 UNSPACED_PREFIX = "u"
 SYMBOL_PREFIX = "sym"
+#: A word of the text spelt like such a term (``u04ee307801``, ``sym1f355``), or like such a
+#: word escaped (``xu04ee307801``), is escaped with one more ``x`` (:func:`_word_term`): else
+#: a memory holding the word matched the Chinese or the emoji it spells.
+_SPELT_LIKE = re.compile(f"x*(?:{UNSPACED_PREFIX}|{SYMBOL_PREFIX})(?:[0-9a-f]{{5}})+")
 
 #: What may be one value in API text or a request: letters, digits and the separators ids
 #: are made with (``mem_01J9ZK3Q``, a UUID, ``CA107308006SI``).
@@ -218,17 +222,26 @@ def folded_terms(text: str, *, query: bool = False) -> list[str]:
     of a word is one of the terms of a memory holding it, pairs say more than single
     characters ("的" is in nearly every Chinese memory), and a query's terms are capped."""
     if text.isascii():
-        return [stem(word) for word in _WORD.findall(text.lower()) if word not in MEMORY_STOPWORDS]
+        return [_word_term(word) for word in _WORD.findall(text.lower()) if word not in MEMORY_STOPWORDS]
     terms: list[str] = []
     for match in _TERM_SOURCE.finditer(fold(text)):
         run = match[0]
         if match[1]:
             terms += _unspaced_terms(run, pairs_only=query)
         elif run[0].isalnum():
-            terms += [stem(run)] if run not in MEMORY_STOPWORDS else []
+            terms += [_word_term(run)] if run not in MEMORY_STOPWORDS else []
         elif unicodedata.category(run) == "So":
             terms.append(_code_points(SYMBOL_PREFIX, run))
     return terms
+
+
+@lru_cache(maxsize=65536)
+def _word_term(word: str) -> str:
+    """The term of a folded word of a memory: its stem, escaped with an ``x`` when spelt like a
+    piece or a symbol term (:data:`_SPELT_LIKE`). Cached like :func:`stem`: the check would
+    otherwise double the time of indexing English text."""
+    term = stem(word)
+    return "x" + term if _SPELT_LIKE.fullmatch(term) else term
 
 
 def _unspaced_terms(run: str, *, pairs_only: bool) -> list[str]:
@@ -237,11 +250,13 @@ def _unspaced_terms(run: str, *, pairs_only: bool) -> list[str]:
     run of one). Chinese, Japanese and Thai put no space between words (and Korean glues
     particles to them), so a word is found inside a memory's run by its pairs, and a
     one-character word by itself: the CJK bigram analysis of Lucene and Elasticsearch, with
-    unigrams indexed. A character is a base with its marks (Thai "กิ" is one)."""
+    unigrams indexed. A character is a base with its marks (Thai "กิ" is one); a mark with
+    no base before it is dropped, so a query cut after a base ("ิน" of "กิน") finds the rest."""
     pieces: list[str] = []
     for char in run:
-        if pieces and unicodedata.category(char)[0] == "M":
-            pieces[-1] += char
+        if unicodedata.category(char)[0] == "M":
+            if pieces:
+                pieces[-1] += char
         else:
             pieces.append(char)
     pairs = [a + b for a, b in pairwise(pieces)]
