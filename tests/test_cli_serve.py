@@ -313,6 +313,7 @@ def test_a_head_sent_a_line_at_a_time_past_the_deadline_gets_a_408_problem(impat
 
 
 def test_a_body_that_stalls_gets_a_408_problem_and_the_app_writes_nothing(impatient: Served) -> None:
+    """One access line and one count for the request, under its operation and the id the client got."""
     token = development_token(impatient.stderr()).encode()
     with connect(impatient) as connection:
         connection.sendall(
@@ -326,7 +327,30 @@ def test_a_body_that_stalls_gets_a_408_problem_and_the_app_writes_nothing(impati
     listed = httpx.get(impatient.url + "/v1/memory", headers={"Authorization": f"Bearer {token.decode()}"})
     assert listed.json()["items"] == []
     log = impatient.stderr()
-    assert "Traceback" not in log and "ERROR" not in log, log[-3000:]
+    lines = [line for line in log.splitlines() if f"[{document['request_id']}]" in line]
+    assert len(lines) == 1 and "POST /v1/memory -> 408" in lines[0], lines
+    assert "Traceback" not in log and "ERROR" not in log and "-> 400" not in log, log[-3000:]
+
+
+def test_a_body_sent_a_byte_at_a_time_is_cut_though_it_never_pauses_long(impatient: Served) -> None:
+    """Each byte came well inside the timeout; after its grace a body must average 500 bytes a second."""
+    token = development_token(impatient.stderr()).encode()
+    with connect(impatient) as connection:
+        connection.sendall(
+            b"POST /v1/memory HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token
+            + b"\r\nContent-Type: application/json\r\nContent-Length: 40000\r\n\r\n"
+        )  # fmt: skip
+        started = time.monotonic()
+        for _ in range(int(4 * TIMEOUT_SECONDS / 0.3)):
+            time.sleep(0.3)
+            try:
+                connection.sendall(b" ")
+            except OSError:  # refused and drained already
+                break
+        received, _ = read_to_close(connection)
+    status, document = problem_of(received)
+    assert (status, document["code"]) == (408, "request_timeout") and "500 bytes a second" in str(document["detail"])
+    assert time.monotonic() - started < 4 * TIMEOUT_SECONDS
 
 
 def read_response(connection: socket.socket) -> bytes:
@@ -356,4 +380,6 @@ def test_a_client_that_keeps_up_is_never_cut_and_refusals_are_counted(impatient:
         assert time.monotonic() - started > TIMEOUT_SECONDS
         connection.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token + b"\r\n\r\n")
         metrics = read_response(connection)
-    assert b'memory_bank_requests_total{code="408",operation="(unparsed)"}' in metrics
+    assert b'memory_bank_requests_total{code="408",operation="(unparsed)"}' in metrics  # heads
+    assert b'memory_bank_requests_total{code="408",operation="postMemory"}' in metrics  # bodies
+    assert b'memory_bank_requests_total{code="400",operation="postMemory"}' not in metrics

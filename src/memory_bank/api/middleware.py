@@ -19,7 +19,7 @@ from memory_bank.api.problems import CODE_BY_STATUS, PROBLEM_JSON, problem_respo
 from memory_bank.errors import BackendError, ErrorCode, RequestHeadTooLarge
 from memory_bank.observability.audit import attributing
 from memory_bank.observability.calls import CallAccounting, FinishedCall
-from memory_bank.observability.metrics import OPERATION_STATE_KEY
+from memory_bank.observability.metrics import OPERATION_STATE_KEY, REFUSED_STATE_KEY
 from memory_bank.store.columns import utcnow
 
 log = logging.getLogger(__name__)
@@ -33,6 +33,10 @@ MAX_PROBLEM_BYTES = 64 * 1024
 #: Bytes of a request line and headers taken: what ``memory-bank serve`` tells h11 to buffer
 #: (h11's own default), so a head over it is refused whether it arrived in one piece or many.
 REQUEST_HEAD_BYTES = 16 * 1024
+
+
+#: The ``scope["state"]`` key of the request's id (``request.state.request_id``).
+REQUEST_ID_KEY = "request_id"
 
 
 def new_request_id() -> str:
@@ -54,8 +58,11 @@ class RequestIdMiddleware:
             await self.app(scope, receive, send)
             return
         supplied = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
-        request_id = supplied if _SAFE_REQUEST_ID.match(supplied) else new_request_id()
-        scope.setdefault("state", {})["request_id"] = request_id
+        state = scope.setdefault("state", {})
+        # An id the server gave the request already stays: it refused the request before this ran
+        # (api.unparsed), and the client has that id.
+        request_id = state.get(REQUEST_ID_KEY) or (supplied if _SAFE_REQUEST_ID.match(supplied) else new_request_id())
+        state[REQUEST_ID_KEY] = request_id
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -232,14 +239,16 @@ class CallObserver:
                 route = scope.get("route")
                 operation_id: str | None = getattr(route, "operation_id", None)
                 named: str | None = scope.get("state", {}).get(OPERATION_STATE_KEY)
+                refused: tuple[int, str] | None = scope.get("state", {}).get(REFUSED_STATE_KEY)
+                status, error_code = refused or (response.status, response.error_code())
                 self._accounting.finished(
                     FinishedCall(
                         operation=named or operation_id or str(getattr(route, "path", "unmatched")),
                         operation_id=operation_id,
-                        status=response.status,
+                        status=status,
                         seconds=time.perf_counter() - started,
-                        success=response.success,
-                        error_code=response.error_code(),
+                        success=response.success and refused is None,
+                        error_code=error_code,
                         requested_at=requested_at,
                         state=scope.get("state", {}),
                         agent_id=attribution.agent_id,

@@ -35,19 +35,23 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from memory_bank.api.middleware import (
     REQUEST_HEAD_BYTES,
+    REQUEST_ID_KEY,
     head_too_large,
     new_request_id,
 )
 from memory_bank.api.problems import PROBLEM_JSON, problem_document, status_of
 from memory_bank.errors import DomainError, MalformedRequest, RequestTimeout
 from memory_bank.observability.logging import log_unparsed
-from memory_bank.observability.metrics import Metrics
+from memory_bank.observability.metrics import REFUSED_STATE_KEY, Metrics
 
 __all__ = ["ProblemH11Protocol", "problem_protocol"]
 
 
 #: Seconds a refused connection's further bytes are read and dropped before it closes.
 DRAIN_SECONDS = 1.0
+#: The slowest a body may arrive on average once the timeout's grace is spent: Apache's
+#: ``RequestReadTimeout`` MinRate. A client sending a byte a second is cut, an upload is not.
+MIN_BODY_BYTES_PER_SECOND = 500
 
 
 class _HintedConnection(h11.Connection):
@@ -85,65 +89,96 @@ class ProblemH11Protocol(H11Protocol):
         super().__init__(config, *args, **kwargs)
         self.conn = self._hinted = _HintedConnection(h11.SERVER, config.h11_max_incomplete_event_size or REQUEST_HEAD_BYTES)
         self._deadline: asyncio.TimerHandle | None = None
+        #: While a body arrives: when its clock started (loop time) and the bytes come since.
+        self._body_since: float | None = None
+        self._body_bytes = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._set_deadline()
+        self._arm(self.loop.time() + self.timeout_seconds)
 
     def data_received(self, data: bytes) -> None:
         if not self._refused:  # after a refusal, what the client still sends is dropped
             super().data_received(data)
-            self._watch(progress=True)
+            self._watch(len(data))
 
     def on_response_complete(self) -> None:
-        self._set_deadline()  # for the next request's head, which the call below may read already
+        self._arm(self.loop.time() + self.timeout_seconds)  # the next head's; the call below may read it already
         super().on_response_complete()
-        self._watch(progress=False)
+        self._watch(0)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._clear_deadline()
+        self._disarm()
         super().connection_lost(exc)
 
-    def _watch(self, *, progress: bool) -> None:
+    def _watch(self, received: int) -> None:
         """Keep the deadline that fits what the client is sending: the head's (set when the
-        connection opened or an answer ended), the body's (set again at every piece), or none
-        once the whole request is in."""
+        connection opened or an answer ended), the body's (moved at every piece), or none once
+        the whole request is in."""
         state = self.conn.their_state
         if state is h11.SEND_BODY:
-            if progress or self._deadline is None:
-                self._set_deadline()
-        elif state is not h11.IDLE:
-            self._clear_deadline()
+            if self._body_since is None:
+                self._body_since, self._body_bytes = self.loop.time(), 0
+            else:
+                self._body_bytes += received
+            self._arm(self._body_deadline())
+        else:
+            self._body_since = None
+            if state is not h11.IDLE:
+                self._disarm()
 
-    def _set_deadline(self) -> None:
-        self._clear_deadline()
-        self._deadline = self.loop.call_later(self.timeout_seconds, self._overdue)
+    def _body_deadline(self) -> float:
+        """No pause over the timeout, and after the timeout's grace, on average at least
+        :data:`MIN_BODY_BYTES_PER_SECOND`: a byte every few seconds holds a connection too."""
+        assert self._body_since is not None
+        paced = self._body_since + self.timeout_seconds + self._body_bytes / MIN_BODY_BYTES_PER_SECOND
+        return min(self.loop.time() + self.timeout_seconds, paced)
 
-    def _clear_deadline(self) -> None:
+    def _arm(self, when: float) -> None:
+        self._disarm()
+        self._deadline = self.loop.call_at(when, self._overdue)
+
+    def _disarm(self) -> None:
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
+
+    def _server_behind(self) -> bool:
+        """Whether the wait is the server's: the client waits for its "100 Continue", or the app
+        has not read what came (uvicorn stops reading past 64 KB the app has not taken)."""
+        running = self.cycle is not None and not self.cycle.response_complete
+        return self.conn.they_are_waiting_for_100_continue or self.flow.read_paused or (running and bool(self.cycle.body))
 
     def _overdue(self) -> None:
         self._deadline = None
         if self._refused or self.transport.is_closing():
             return
         state = self.conn.their_state
-        if self.conn.they_are_waiting_for_100_continue:
-            self._set_deadline()  # the client waits for the app's "100 Continue": not its delay
+        if state is h11.SEND_BODY and self._server_behind():
+            self._body_since, self._body_bytes = self.loop.time(), 0  # the client's clock starts again
+            self._arm(self.loop.time() + self.timeout_seconds)
         elif state is h11.IDLE and not self.conn.trailing_data[0]:
             self.timeout_keep_alive_handler()  # nothing of a request came: close as keep-alive does
         elif state in (h11.IDLE, h11.SEND_BODY):
-            late = "head (request line and headers) did not arrive whole within" if state is h11.IDLE else "body paused for over"
-            self._refuse(RequestTimeout(f"The request's {late} {self.timeout_seconds:g} seconds."))
+            late = (
+                f"head (request line and headers) did not arrive whole within {self.timeout_seconds:g} seconds"
+                if state is h11.IDLE
+                else f"body paused for over {self.timeout_seconds:g} seconds or came slower than "
+                f"{MIN_BODY_BYTES_PER_SECOND} bytes a second"
+            )
+            self._refuse(RequestTimeout(f"The request's {late}."))
 
     def send_400_response(self, msg: str) -> None:
         in_body = self.cycle is not None and not self.cycle.response_complete
         self._refuse(self._refusal(in_body=in_body))
 
     def _refuse(self, error: DomainError) -> None:
-        """Answer ``error`` as the app would, then drain and close: h11 reads no further."""
-        self._clear_deadline()
+        """Answer ``error`` as the app would, then drain and close: h11 reads no further.
+
+        Refused while the app reads the request, the answer takes the request's id, and the
+        app's access line and count say what the client got (``REFUSED_STATE_KEY``): one line and one
+        count per request, under its operation."""
+        self._disarm()
         running = self.cycle if self.cycle is not None and not self.cycle.response_complete else None
         if running is not None:
             # A body that broke or stalled mid-request: the app, still running, must not answer
@@ -153,7 +188,16 @@ class ProblemH11Protocol(H11Protocol):
         if self.conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):  # the app has answered already
             self.transport.close()
             return
-        request_id = new_request_id()
+        status = status_of(error)
+        if running is not None:  # the app has the request (if its task has not run yet, it will)
+            app_state = running.scope.setdefault("state", {})
+            request_id = app_state.setdefault(REQUEST_ID_KEY, new_request_id())
+            app_state[REFUSED_STATE_KEY] = (status, error.code.value)
+        else:
+            request_id = new_request_id()
+            log_unparsed(request_id, status, error.code.value, "unfinished request" if isinstance(error, RequestTimeout) else "unparsable request")
+            if self.metrics is not None:
+                self.metrics.observe_refusal(status)
         body = json.dumps(problem_document(error, request_id=request_id), separators=(",", ":")).encode()
         headers = [
             (b"content-type", PROBLEM_JSON.encode()),
@@ -162,13 +206,10 @@ class ProblemH11Protocol(H11Protocol):
             (b"date", formatdate(usegmt=True).encode()),
             (b"x-request-id", request_id.encode()),
         ]
-        status = status_of(error)
-        log_unparsed(request_id, status, error.code.value, "unfinished request" if isinstance(error, RequestTimeout) else "unparsable request")
-        if self.metrics is not None:
-            self.metrics.observe_refusal(status)
         for event in (h11.Response(status_code=status, headers=headers, reason=HTTPStatus(status).phrase), h11.Data(data=body), h11.EndOfMessage()):
             self.transport.write(self.conn.send(event))
         self._refused = True
+        self.flow.resume_reading()  # the drain reads what is still coming, or the close resets the connection
         self.loop.call_later(DRAIN_SECONDS, self.transport.close)
 
     def _refusal(self, *, in_body: bool) -> DomainError:

@@ -35,6 +35,7 @@ from sqlalchemy.engine import URL
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memory_bank import __version__
+from memory_bank.observability.metrics import REFUSED_STATE_KEY
 from memory_bank.observability.redaction import RedactExceptions
 from memory_bank.settings import Profile, Settings
 
@@ -164,6 +165,8 @@ class AccessLog:
         try:
             await self.app(scope, receive, send_and_note)
         finally:
+            if refused := state.get(REFUSED_STATE_KEY):
+                status, complete = refused[0], True  # what the client got from the server
             self._write(scope, state, status, (time.perf_counter() - started) * 1000, complete)
             _request_id.reset(token)
 

@@ -20,6 +20,12 @@ LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 #: (``/mcp``) names what it served; the call observer prefers it to the route.
 OPERATION_STATE_KEY = "metrics_operation"
 
+#: The ``scope["state"]`` key where the HTTP server, when it refused a request the app was
+#: still reading (``api.unparsed``: a body that stalled or broke), leaves ``(status, code)``:
+#: what the client got, so the request's one access line and count say that, not what the
+#: app tried to answer after it.
+REFUSED_STATE_KEY = "refused_by_server"
+
 #: What a request refused before routing (unreadable, over 16 KB, too slow) counts under.
 UNPARSED_OPERATION = "(unparsed)"
 
