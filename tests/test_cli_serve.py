@@ -21,6 +21,7 @@ import pytest
 from memory_bank.cli.serve import _bootstrap_dev_token, listen
 from memory_bank.store.tokens import TokenStore
 from support import backends
+from support.raw_http import read_response
 
 MEMORY_BANK = str(Path(sys.executable).with_name("memory-bank"))
 START_TIMEOUT_SECONDS = 90
@@ -282,6 +283,21 @@ def read_to_close(connection: socket.socket) -> tuple[bytes, float]:
     return received, time.monotonic() - started
 
 
+def drip(connection: socket.socket, piece: bytes, *, for_seconds: float) -> None:
+    """Send ``piece`` every 0.3 s, for ``for_seconds`` or until the server closes."""
+    for _ in range(round(for_seconds / 0.3)):
+        time.sleep(0.3)
+        try:
+            connection.sendall(piece)
+        except OSError:  # refused and drained already
+            return
+
+
+def post_head(token: bytes, length: int) -> bytes:
+    """The head of a save of a ``length``-byte JSON body."""
+    return b"POST /v1/memory HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (token, length)
+
+
 def problem_of(received: bytes) -> tuple[int, dict[str, object]]:
     head, _, body = received.partition(b"\r\n\r\n")
     return int(head.split()[1]), httpx.Response(200, content=body).json()
@@ -299,12 +315,7 @@ def test_a_head_sent_a_line_at_a_time_past_the_deadline_gets_a_408_problem(impat
     deadline is on the whole head."""
     with connect(impatient) as connection:
         connection.sendall(b"GET /v1/memory HTTP/1.1\r\n")
-        for _ in range(int(TIMEOUT_SECONDS / 0.3) + 2):
-            time.sleep(0.3)
-            try:
-                connection.sendall(b"X-Slow: y\r\n")
-            except OSError:  # refused and drained already
-                break
+        drip(connection, b"X-Slow: y\r\n", for_seconds=TIMEOUT_SECONDS + 0.6)
         received, _ = read_to_close(connection)
     status, document = problem_of(received)
     assert (status, document["code"]) == (408, "request_timeout") and "head" in str(document["detail"])
@@ -316,10 +327,7 @@ def test_a_body_that_stalls_gets_a_408_problem_and_the_app_writes_nothing(impati
     """One access line and one count for the request, under its operation and the id the client got."""
     token = development_token(impatient.stderr()).encode()
     with connect(impatient) as connection:
-        connection.sendall(
-            b"POST /v1/memory HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token
-            + b"\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{\"content\": "
-        )  # fmt: skip
+        connection.sendall(post_head(token, 40) + b'{"content": ')
         received, waited = read_to_close(connection)
     status, document = problem_of(received)
     assert (status, document["code"]) == (408, "request_timeout") and "body paused" in str(document["detail"])
@@ -336,33 +344,13 @@ def test_a_body_sent_a_byte_at_a_time_is_cut_though_it_never_pauses_long(impatie
     """Each byte came well inside the timeout; after its grace a body must average 500 bytes a second."""
     token = development_token(impatient.stderr()).encode()
     with connect(impatient) as connection:
-        connection.sendall(
-            b"POST /v1/memory HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token
-            + b"\r\nContent-Type: application/json\r\nContent-Length: 40000\r\n\r\n"
-        )  # fmt: skip
+        connection.sendall(post_head(token, 40_000))
         started = time.monotonic()
-        for _ in range(int(4 * TIMEOUT_SECONDS / 0.3)):
-            time.sleep(0.3)
-            try:
-                connection.sendall(b" ")
-            except OSError:  # refused and drained already
-                break
+        drip(connection, b" ", for_seconds=4 * TIMEOUT_SECONDS)
         received, _ = read_to_close(connection)
     status, document = problem_of(received)
     assert (status, document["code"]) == (408, "request_timeout") and "500 bytes a second" in str(document["detail"])
     assert time.monotonic() - started < 4 * TIMEOUT_SECONDS
-
-
-def read_response(connection: socket.socket) -> bytes:
-    """One response on a kept-alive connection: its head, then as many body bytes as it says."""
-    received = b""
-    while b"\r\n\r\n" not in received:
-        received += connection.recv(65536)
-    head, _, body = received.partition(b"\r\n\r\n")
-    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")))
-    while len(body) < length:
-        body += connection.recv(65536)
-    return head + b"\r\n\r\n" + body
 
 
 def test_a_client_that_keeps_up_is_never_cut_and_refusals_are_counted(impatient: Served) -> None:

@@ -23,6 +23,7 @@ from memory_bank.store.database import make_engine
 from memory_bank.store.memories import MemoryStore
 from memory_bank.store.tables import AuditEventRow
 from memory_bank.store.tokens import TokenStore
+from support.raw_http import read_response
 from support.transfer import live_app
 
 #: The spec's x-max-bytes on importMemories (test_api_transfer pins the route to the spec).
@@ -58,24 +59,12 @@ def test_a_chunked_import_is_refused_with_413_as_soon_as_it_passes_the_byte_boun
             except (BrokenPipeError, ConnectionResetError):
                 break
             sent += CHUNK
-        response = _read_response(sock)
+        sock.settimeout(10)
+        response = read_response(sock).decode()
     assert response.startswith("HTTP/1.1 413"), response
     assert '"code":"payload_too_large"' in response
     # Socket buffers on both sides hold a few MiB beyond what the server has read.
     assert IMPORT_MAX_BYTES < sent < IMPORT_MAX_BYTES + 16 * CHUNK
-
-
-def _read_response(sock: socket.socket) -> str:
-    """One small response: the head, then as many bytes as its Content-Length says."""
-    sock.settimeout(10)
-    data = b""
-    while b"\r\n\r\n" not in data:
-        data += sock.recv(65536)
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
-    while len(body) < length:
-        body += sock.recv(65536)
-    return (head + b"\r\n\r\n" + body).decode()
 
 
 def test_health_answers_while_an_import_is_being_parsed(server, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -86,6 +86,19 @@ class RawConnection:
             return False
 
 
+def read_response(sock: socket.socket) -> bytes:
+    """One response with a Content-Length, read off a socket written to by hand: its head, then as
+    many body bytes as it says (h11's client would refuse a request it did not send itself)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")))
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head + b"\r\n\r\n" + body
+
+
 @contextmanager
 def connect(base_url: str, timeout: float = 10.0) -> Iterator[RawConnection]:
     parts = urlsplit(base_url)

@@ -14,9 +14,11 @@ FULLTEXT index matches words by that collation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
+from alembic import op
 from sqlalchemy.dialects import mysql
 
 MYSQL_TABLE: dict[str, Any] = {"mysql_engine": "InnoDB", "mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"}
@@ -56,3 +58,29 @@ BLANK_TAG_CHARACTERS = (
     "\\uffa0\\ufff0-\\ufffb\U000110BD\U000110CD\U00013430-\U0001343F\U0001BCA0-\U0001BCA3\U0001D173-\U0001D17A"
     "\U000E0000-\U000E0FFF"
 )
+
+
+#: Rows read and rewritten per round trip by :func:`clear_search_text`.
+_BATCH = 1000
+#: The columns of ``memory`` that :func:`clear_search_text` reads and writes.
+_MEMORY = sa.table(
+    "memory",
+    sa.column("pk", sa.BigInteger()),
+    sa.column("content", sa.Text()),
+    sa.column("tags", sa.JSON()),
+    sa.column("contexts", sa.JSON()),
+    sa.column("search_text"),
+)
+
+
+def clear_search_text(stale: Callable[[list[Any]], bool]) -> None:
+    """Clear the search text of every memory row whose ``[content, tags, contexts]`` is
+    ``stale``, in batches; the start-up backfill writes it anew (and tells replicas)."""
+    connection = op.get_bind()
+    columns = (_MEMORY.c.pk, _MEMORY.c.content, _MEMORY.c.tags, _MEMORY.c.contexts)
+    after = 0
+    while rows := connection.execute(sa.select(*columns).where(_MEMORY.c.pk > after).order_by(_MEMORY.c.pk).limit(_BATCH)).all():
+        cleared = [{"row_pk": pk} for pk, *searched in rows if stale(searched)]
+        if cleared:
+            connection.execute(_MEMORY.update().where(_MEMORY.c.pk == sa.bindparam("row_pk")).values(search_text=None), cleared)
+        after = rows[-1][0]

@@ -16,43 +16,24 @@ Revises: 0008
 from __future__ import annotations
 
 import json
+from typing import Any
 
-import sqlalchemy as sa
-from alembic import op
+from memory_bank.store.migrations.frozen import clear_search_text
 
 revision = "0009"
 down_revision = "0008"
 branch_labels = None
 depends_on = None
 
-#: Rows read and rewritten per round trip.
-_BATCH = 1000
-_MEMORY = sa.table(
-    "memory",
-    sa.column("pk", sa.BigInteger()),
-    sa.column("content", sa.Text()),
-    sa.column("tags", sa.JSON()),
-    sa.column("contexts", sa.JSON()),
-    sa.column("search_text"),
-)
-
 
 def upgrade() -> None:
-    _clear_non_ascii_rows()
+    clear_search_text(_not_ascii)
 
 
 def downgrade() -> None:
     """The same rows are cleared, and the older backfill writes the older terms."""
-    _clear_non_ascii_rows()
+    clear_search_text(_not_ascii)
 
 
-def _clear_non_ascii_rows() -> None:
-    connection = op.get_bind()
-    columns = (_MEMORY.c.pk, _MEMORY.c.content, _MEMORY.c.tags, _MEMORY.c.contexts)
-    after = 0
-    while rows := connection.execute(sa.select(*columns).where(_MEMORY.c.pk > after).order_by(_MEMORY.c.pk).limit(_BATCH)).all():
-        stale = [{"row_pk": pk} for pk, *searched in rows if not json.dumps(searched, ensure_ascii=False).isascii()]
-        if stale:
-            connection.execute(_MEMORY.update().where(_MEMORY.c.pk == sa.bindparam("row_pk")).values(search_text=None), stale)
-        after = rows[-1][0]
-
+def _not_ascii(searched: list[Any]) -> bool:
+    return not json.dumps(searched, ensure_ascii=False).isascii()

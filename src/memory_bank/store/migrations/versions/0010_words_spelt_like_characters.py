@@ -16,49 +16,28 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from typing import Any
 
-import sqlalchemy as sa
-from alembic import op
+from memory_bank.store.migrations.frozen import clear_search_text
 
 revision = "0010"
 down_revision = "0009"
 branch_labels = None
 depends_on = None
 
-#: Rows read and rewritten per round trip.
-_BATCH = 1000
-_MEMORY = sa.table(
-    "memory",
-    sa.column("pk", sa.BigInteger()),
-    sa.column("content", sa.Text()),
-    sa.column("tags", sa.JSON()),
-    sa.column("contexts", sa.JSON()),
-    sa.column("search_text"),
-)
 #: The shape of those terms, inside any word (the tokenizer's is anchored at both ends).
 _SPELT_LIKE = re.compile("(?:u|sym)(?:[0-9a-f]{5})+")
 
 
 def upgrade() -> None:
-    _clear_rows_spelling_terms()
+    clear_search_text(_spells_a_term)
 
 
 def downgrade() -> None:
     """The same rows are cleared, and the older backfill writes the older terms."""
-    _clear_rows_spelling_terms()
+    clear_search_text(_spells_a_term)
 
 
-def _clear_rows_spelling_terms() -> None:
-    connection = op.get_bind()
-    columns = (_MEMORY.c.pk, _MEMORY.c.content, _MEMORY.c.tags, _MEMORY.c.contexts)
-    after = 0
-    while rows := connection.execute(sa.select(*columns).where(_MEMORY.c.pk > after).order_by(_MEMORY.c.pk).limit(_BATCH)).all():
-        stale = [{"row_pk": pk} for pk, *searched in rows if _SPELT_LIKE.search(_folded(searched))]
-        if stale:
-            connection.execute(_MEMORY.update().where(_MEMORY.c.pk == sa.bindparam("row_pk")).values(search_text=None), stale)
-        after = rows[-1][0]
-
-
-def _folded(searched: list[object]) -> str:
-    """The row's searched text as one string, case and compatibility forms folded as the tokenizer folds them."""
-    return unicodedata.normalize("NFKC", json.dumps(searched, ensure_ascii=False)).casefold()
+def _spells_a_term(searched: list[Any]) -> bool:
+    """Whether the row's text, case and compatibility forms folded as the tokenizer folds them, holds that shape."""
+    return _SPELT_LIKE.search(unicodedata.normalize("NFKC", json.dumps(searched, ensure_ascii=False)).casefold()) is not None
