@@ -1,6 +1,7 @@
 """Our capability search next to FastMCP's BM25 tool-search transform, same specs, same queries.
 
     python bench/capability_search_vs_fastmcp.py [--queries FILE.jsonl] [--specs-root DIR] [--k 5] [--json] [--semantic] [--results [FILE]]
+    python bench/capability_search_vs_fastmcp.py --per-spec [--queries ...] [--specs-root ...] [--semantic]
 
 Defaults to ../shared/evals/toolalpaca; our own catalog is ``--queries
 evals/own_catalog/requests.jsonl --specs-root openapi`` (only the exposed operations, for
@@ -17,6 +18,11 @@ one run, one table:
   Only the ranking differs.
 * ``fastmcp/openapi`` - the same BM25 index over the tools fastmcp's own OpenAPI integration
   (``OpenAPIProvider``) makes from each spec: fastmcp's names, descriptions and parameters.
+
+``--per-spec`` ranks each spec's requests over that spec alone (as a server holding one
+vendor's API would) with ``memory-bank`` (or ``memory-bank+semantic``) and ``fastmcp/catalog``,
+and lists the specs where ours is behind on any metric (hit@1, hit@k, final@1, MRR), with
+how many specs there are and the mean over specs of each metric for both.
 
 Documents go through fastmcp's own ``_extract_searchable_text``; we call the index
 directly (what ``BM25SearchTransform._search`` does after its cache check) so that
@@ -43,6 +49,7 @@ sys.path[:0] = [str(ROOT / "evals"), str(ROOT / "src")]
 
 import httpx2  # noqa: E402
 from capability_search import (  # noqa: E402
+    Query,
     Ranker,
     add_semantic_option,
     asks_delete,
@@ -62,6 +69,7 @@ from fastmcp.server.transforms.search.bm25 import _BM25Index  # noqa: E402
 from fastmcp.tools.base import Tool  # noqa: E402
 from memory_bank.capabilities.ranking.fields import response_words  # noqa: E402
 from memory_bank.capabilities.registry import exposed  # noqa: E402
+from memory_bank.textsearch.embeddings import Embedder  # noqa: E402
 from results import add_results_option, table, write_section  # noqa: E402
 
 DEFAULT_ROOT = ROOT.parent / "shared" / "evals" / "toolalpaca"
@@ -120,18 +128,55 @@ def fastmcp_openapi_ranker(specs_root: Path, spec_names: Sequence[str], exposed:
     return _fastmcp_ranker(documents, keys)
 
 
+PER_SPEC_METRICS = ("hit@1", "hit@{k}", "final@1", "mrr")
+
+
+def per_spec(specs_root: Path, queries: Sequence[Query], k: int, embedder: Embedder | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Per spec, over that spec alone: the specs where ours is behind FastMCP's BM25 on some
+    metric (a row each: both rankers' figures), and the totals."""
+    metrics = [m.format(k=k) for m in PER_SPEC_METRICS]
+    ours_name = "memory-bank+semantic" if embedder else "memory-bank"
+    behind, means = [], {name: {m: 0.0 for m in metrics} for name in (ours_name, "fastmcp")}
+    specs = sorted({q.spec for q in queries if q.gold})
+    for spec in specs:
+        graded = [q for q in queries if q.gold and q.spec == spec]
+        catalog = load_catalog(specs_root, [spec])
+        ours = evaluate(graded, memory_bank_ranker(catalog, embedder)[0], k=k)
+        theirs = evaluate(graded, fastmcp_catalog_ranker([c for c in catalog if exposed(c)])[0], k=k)
+        for name, figures in ((ours_name, ours), ("fastmcp", theirs)):
+            for m in metrics:
+                means[name][m] += figures[m] / len(specs)
+        if any(ours[m] < theirs[m] for m in metrics):
+            behind.append({"spec": spec, "queries": len(graded), **{f"{m} ours/theirs": f"{ours[m]:.2f}/{theirs[m]:.2f}" for m in metrics}})
+    totals = {"specs": len(specs), "behind_on_some_metric": len(behind)} | {
+        f"{name} mean {m}": round(value, 4) for name, row in means.items() for m, value in row.items()
+    }
+    return behind, totals
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queries", type=Path, default=DEFAULT_ROOT / "queries.jsonl")
     parser.add_argument("--specs-root", type=Path, default=DEFAULT_ROOT)
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    parser.add_argument("--per-spec", action="store_true", help="each spec alone: where ours is behind FastMCP's BM25")
     add_semantic_option(parser)
     add_results_option(parser)
     args = parser.parse_args(argv)
     embedder = requested_embedder(parser, args)
 
     queries = read_queries(args.queries)
+    if args.per_spec:
+        behind, totals = per_spec(args.specs_root, queries, args.k, embedder)
+        if args.json:
+            print(json.dumps({"behind": behind, **totals}))
+            return 0
+        for row in behind:
+            print("  ".join(f"{name} {value}" for name, value in row.items()))
+        for name, value in totals.items():
+            print(f"{name:>40}  {value}")
+        return 0
     spec_names = sorted({q.spec for q in queries})
     catalog = load_catalog(args.specs_root, spec_names)
     tools = [c for c in catalog if exposed(c)]  # what FastMCP is given: the tools a client sees
