@@ -62,15 +62,16 @@ from capability_search import (  # noqa: E402
     safety,
     source_name,
 )
-from memory_bank_codegen.loader import load_spec  # noqa: E402
 from fastmcp.server.providers.openapi import OpenAPIProvider  # noqa: E402
 from fastmcp.server.transforms.search.base import _extract_searchable_text  # noqa: E402
 from fastmcp.server.transforms.search.bm25 import _BM25Index  # noqa: E402
 from fastmcp.tools.base import Tool  # noqa: E402
+from results import add_results_option, table, write_section  # noqa: E402
+
 from memory_bank.capabilities.ranking.fields import response_words  # noqa: E402
 from memory_bank.capabilities.registry import exposed  # noqa: E402
 from memory_bank.textsearch.embeddings import Embedder  # noqa: E402
-from results import add_results_option, table, write_section  # noqa: E402
+from memory_bank_codegen.loader import load_spec  # noqa: E402
 
 DEFAULT_ROOT = ROOT.parent / "shared" / "evals" / "toolalpaca"
 
