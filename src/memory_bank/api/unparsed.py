@@ -52,6 +52,8 @@ DRAIN_SECONDS = 1.0
 #: The slowest a body may arrive on average once the timeout's grace is spent: Apache's
 #: ``RequestReadTimeout`` MinRate. A client sending a byte a second is cut, an upload is not.
 MIN_BODY_BYTES_PER_SECOND = 500
+#: How often a deadline looks again while a client waits for "100 Continue".
+CONTINUE_POLL_SECONDS = 0.25
 
 
 class _HintedConnection(h11.Connection):
@@ -92,6 +94,8 @@ class ProblemH11Protocol(H11Protocol):
         #: While a body arrives: when its clock started (loop time) and the bytes come since.
         self._body_since: float | None = None
         self._body_bytes = 0
+        #: Whether the deadline last found the client waiting for "100 Continue".
+        self._awaiting_continue = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -117,13 +121,13 @@ class ProblemH11Protocol(H11Protocol):
         the whole request is in."""
         state = self.conn.their_state
         if state is h11.SEND_BODY:
-            if self._body_since is None:
-                self._body_since, self._body_bytes = self.loop.time(), 0
+            if self._body_since is None or self._awaiting_continue:  # the client could not send before
+                self._body_since, self._body_bytes, self._awaiting_continue = self.loop.time(), 0, False
             else:
                 self._body_bytes += received
             self._arm(self._body_deadline())
         else:
-            self._body_since = None
+            self._body_since, self._awaiting_continue = None, False
             if state is not h11.IDLE:
                 self._disarm()
 
@@ -144,17 +148,23 @@ class ProblemH11Protocol(H11Protocol):
             self._deadline = None
 
     def _server_behind(self) -> bool:
-        """Whether the wait is the server's: the client waits for its "100 Continue", or the app
-        has not read what came (uvicorn stops reading past 64 KB the app has not taken)."""
+        """Whether the wait is the server's: the app has not read what came (uvicorn stops
+        reading past 64 KB the app has not taken)."""
         running = self.cycle is not None and not self.cycle.response_complete
-        return self.conn.they_are_waiting_for_100_continue or self.flow.read_paused or (running and bool(self.cycle.body))
+        return self.flow.read_paused or (running and bool(self.cycle.body))
 
     def _overdue(self) -> None:
         self._deadline = None
         if self._refused or self.transport.is_closing():
             return
         state = self.conn.their_state
-        if state is h11.SEND_BODY and self._server_behind():
+        if state is h11.SEND_BODY and self.conn.they_are_waiting_for_100_continue:
+            # The client waits for the app's "100 Continue", sent when the app first reads: look
+            # again soon, so that once it is sent the client gets the whole timeout.
+            self._awaiting_continue = True
+            self._arm(self.loop.time() + min(self.timeout_seconds, CONTINUE_POLL_SECONDS))
+        elif state is h11.SEND_BODY and (self._awaiting_continue or self._server_behind()):
+            self._awaiting_continue = False
             self._body_since, self._body_bytes = self.loop.time(), 0  # the client's clock starts again
             self._arm(self.loop.time() + self.timeout_seconds)
         elif state is h11.IDLE and not self.conn.trailing_data[0]:
