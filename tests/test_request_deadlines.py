@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -25,10 +27,14 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 async def slow_reader(scope: dict[str, Any], receive: Receive, send: Send) -> None:
-    """Waits, then reads the whole body and answers how many bytes it got."""
+    """Reads the whole body and answers how many bytes it got: on ``/upload`` only after a
+    wait; ``/block`` holds the whole event loop first, as a burst of load does."""
     if scope["type"] != "http":
         return
-    await asyncio.sleep(APP_DELAY_SECONDS)
+    if scope["path"] == "/upload":
+        await asyncio.sleep(APP_DELAY_SECONDS)
+    elif scope["path"] == "/block":
+        time.sleep(APP_DELAY_SECONDS)
     size, more = 0, True
     while more:
         message = await receive()
@@ -87,3 +93,41 @@ async def test_a_client_waiting_for_100_continue_gets_the_whole_timeout_after_it
     head = b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"
     answer = await exchange(server, head, b"hello", after_continue=0.7 * TIMEOUT_SECONDS)
     assert answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b"5")
+
+
+def send_in_pieces(address: tuple[str, int], head: bytes, pieces: list[tuple[float, bytes]]) -> bytes:
+    """``head``, then each ``(delay, bytes)`` piece after its delay; what comes back until the close."""
+    with socket.create_connection(address, timeout=30) as connection:
+        connection.sendall(head)
+        for delay, piece in pieces:
+            time.sleep(delay)
+            connection.sendall(piece)
+        received = b""
+        while chunk := connection.recv(65536):
+            received += chunk
+    return received
+
+
+async def test_body_bytes_that_came_with_the_head_count_toward_its_pace(server: tuple[str, int]) -> None:
+    """20 KB with the head, then 300 bytes a second for longer than the pace's grace: over 500
+    bytes a second on average, so not cut. Before, the first 20 KB were not counted."""
+    head = b"POST /read HTTP/1.1\r\nHost: x\r\nContent-Length: 30000\r\nConnection: close\r\n\r\n"
+    drip = [(0.5, b"x" * 150)] * 9
+    answer = await asyncio.to_thread(send_in_pieces, server, head + b"x" * 20_000, [*drip, (0.1, b"x" * (10_000 - 1350))])
+    assert answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b"30000")
+
+
+async def test_a_client_is_not_cut_while_the_server_holds_its_event_loop(server: tuple[str, int]) -> None:
+    """Half a body, then the rest sent while another request holds the loop for longer than the
+    timeout: the rest is in the socket when the deadline runs, late; the server was behind."""
+    head = b"POST /read HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\nConnection: close\r\n\r\n"
+
+    def block() -> None:
+        time.sleep(0.3)
+        send_in_pieces(server, b"GET /block HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", [])
+
+    blocker = threading.Thread(target=block)
+    blocker.start()
+    answer = await asyncio.to_thread(send_in_pieces, server, head + b"12345", [(0.8, b"67890")])
+    blocker.join()
+    assert answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b"10")

@@ -54,6 +54,10 @@ DRAIN_SECONDS = 1.0
 MIN_BODY_BYTES_PER_SECOND = 500
 #: How often a deadline looks again while a client waits for "100 Continue".
 CONTINUE_POLL_SECONDS = 0.25
+#: A deadline that finds the client late looks once more this much later before it refuses,
+#: and again if it ran later than ``LOOP_LATE_SECONDS`` (the loop was busy: the server was behind).
+CONFIRM_SECONDS = 0.5
+LOOP_LATE_SECONDS = 0.25
 
 
 class _HintedConnection(h11.Connection):
@@ -96,6 +100,8 @@ class ProblemH11Protocol(H11Protocol):
         self._body_bytes = 0
         #: Whether the deadline last found the client waiting for "100 Continue".
         self._awaiting_continue = False
+        #: When the deadline is due, and whether it is the second look before a refusal.
+        self._due, self._confirming = 0.0, False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -122,14 +128,22 @@ class ProblemH11Protocol(H11Protocol):
         state = self.conn.their_state
         if state is h11.SEND_BODY:
             if self._body_since is None or self._awaiting_continue:  # the client could not send before
-                self._body_since, self._body_bytes, self._awaiting_continue = self.loop.time(), 0, False
+                self._restart_body_clock()
             else:
                 self._body_bytes += received
-            self._arm(self._body_deadline())
+            due = self._body_deadline()
+            if not (self._confirming and due <= self.loop.time()):  # still behind its pace: the second look stands
+                self._arm(due)
         else:
             self._body_since, self._awaiting_continue = None, False
             if state is not h11.IDLE:
                 self._disarm()
+
+    def _restart_body_clock(self) -> None:
+        """The client's body clock starts now, with the body bytes already in (those that came with the head)."""
+        running = self.cycle is not None and not self.cycle.response_complete
+        self._body_since, self._awaiting_continue = self.loop.time(), False
+        self._body_bytes = len(self.cycle.body) if running else 0
 
     def _body_deadline(self) -> float:
         """No pause over the timeout, and after the timeout's grace, on average at least
@@ -138,8 +152,9 @@ class ProblemH11Protocol(H11Protocol):
         paced = self._body_since + self.timeout_seconds + self._body_bytes / MIN_BODY_BYTES_PER_SECOND
         return min(self.loop.time() + self.timeout_seconds, paced)
 
-    def _arm(self, when: float) -> None:
+    def _arm(self, when: float, *, confirming: bool = False) -> None:
         self._disarm()
+        self._due, self._confirming = when, confirming
         self._deadline = self.loop.call_at(when, self._overdue)
 
     def _disarm(self) -> None:
@@ -157,19 +172,24 @@ class ProblemH11Protocol(H11Protocol):
         self._deadline = None
         if self._refused or self.transport.is_closing():
             return
-        state = self.conn.their_state
+        now, state = self.loop.time(), self.conn.their_state
         if state is h11.SEND_BODY and self.conn.they_are_waiting_for_100_continue:
             # The client waits for the app's "100 Continue", sent when the app first reads: look
             # again soon, so that once it is sent the client gets the whole timeout.
             self._awaiting_continue = True
-            self._arm(self.loop.time() + min(self.timeout_seconds, CONTINUE_POLL_SECONDS))
+            self._arm(now + min(self.timeout_seconds, CONTINUE_POLL_SECONDS))
         elif state is h11.SEND_BODY and (self._awaiting_continue or self._server_behind()):
-            self._awaiting_continue = False
-            self._body_since, self._body_bytes = self.loop.time(), 0  # the client's clock starts again
-            self._arm(self.loop.time() + self.timeout_seconds)
+            self._restart_body_clock()
+            self._arm(now + self.timeout_seconds)
+        elif state not in (h11.IDLE, h11.SEND_BODY):
+            return
+        elif not self._confirming or now - self._due > LOOP_LATE_SECONDS:
+            # Before blaming the client, let the loop read what may wait in the socket: under load
+            # a deadline can run late, or run before a read of bytes that came in time.
+            self._arm(now + CONFIRM_SECONDS, confirming=True)
         elif state is h11.IDLE and not self.conn.trailing_data[0]:
             self.timeout_keep_alive_handler()  # nothing of a request came: close as keep-alive does
-        elif state in (h11.IDLE, h11.SEND_BODY):
+        else:
             late = (
                 f"head (request line and headers) did not arrive whole within {self.timeout_seconds:g} seconds"
                 if state is h11.IDLE
