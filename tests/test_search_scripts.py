@@ -189,22 +189,34 @@ def test_no_ascii_word_shares_a_term_with_spelt_text(words: list[str], spelt: st
 
 
 def test_rows_holding_a_word_spelt_like_a_term_are_indexed_anew(engine: Engine, store: MemoryStore, make_principal) -> None:
-    """Revision 0010 clears the search text of rows holding such a word, in any case or width,
-    and the backfill writes the escaped terms; other rows are not touched."""
+    """Revision 0010 clears the search text of rows holding such a word, in any case or width, or
+    a flag, and the backfill writes the new terms; other rows are not touched."""
     ann = make_principal()
     (spelt,) = query_terms("北京")
     word, _ = store.create(ann, {"content": "code " + spelt.upper()})
     tagged, _ = store.create(ann, {"content": "lunch", "tags": ["ｕ" + spelt[1:]]})  # fullwidth u
     beijing, _ = store.create(ann, {"content": "北京"})
+    flag, _ = store.create(ann, {"content": "trip 🇯🇵"})
     plain, _ = store.create(ann, {"content": "pizza"})
-    with engine.begin() as connection:  # the terms the code before wrote: the word unescaped
+    with engine.begin() as connection:  # the terms the code before wrote: the word unescaped, the flag's letters
         for row in (word, tagged, beijing):
             connection.execute(sa.update(MemoryRow).values(search_text=f" {spelt} ").where(MemoryRow.id == row.id))
+        connection.execute(sa.update(MemoryRow).values(search_text=" trip sym1f1ef sym1f1f5 ").where(MemoryRow.id == flag.id))
         connection.execute(sa.update(MemoryRow).values(search_text=" untouched ").where(MemoryRow.id == plain.id))
     rerun(engine, "0010", before="0009")
     create_schema(engine)  # the start-up backfill
     assert [row.id for row, _ in store.search(ann, EVERYTHING, "北京", 5)] == [beijing.id]
     assert {row.id for row, _ in store.search(ann, EVERYTHING, spelt, 5)} == {word.id, tagged.id}
+    assert [row.id for row, _ in store.search(ann, EVERYTHING, "🇯🇵", 5)] == [flag.id]
     with engine.connect() as connection:
         kept = connection.execute(sa.select(MemoryRow.search_text).where(MemoryRow.id == plain.id)).scalar_one()
     assert kept == " untouched "
+
+
+def test_a_flag_finds_that_flag_only(store: MemoryStore, make_principal) -> None:
+    """A flag is two regional indicator symbols; as one term each, 🇯🇵 (J, P) found 🇵🇱 and 🇯🇲."""
+    ann = make_principal()
+    japan, _ = store.create(ann, {"content": "trip 🇯🇵 in spring"})
+    store.create(ann, {"content": "trip 🇵🇱 in summer"})
+    store.create(ann, {"content": "trip 🇯🇲 in winter"})
+    assert [row.id for row, _ in store.search(ann, EVERYTHING, "🇯🇵", 5)] == [japan.id]

@@ -68,12 +68,15 @@ _UNSPACED = re.compile(f"[{_UNSPACED_CHARS}]")
 #: Variation selectors choose a glyph (葛 or its variant, ❤ as emoji) and mean nothing more;
 #: left in, one split an unspaced run.
 _VARIATION_SELECTOR = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+#: A flag: two regional indicator symbols (🇯🇵 is J and P), one term, or every flag with a P
+#: in its code (🇵🇱, 🇯🇲) matched it.
+_FLAG = "[\U0001f1e6-\U0001f1ff]{2}"
 #: A run of an unspaced script, a word run (as :data:`_WORD`) of other scripts (so "2024年"
 #: and "iPhoneを" split where the script changes), or one character of anything else but
 #: space: a symbol (category ``So``: an emoji, a dingbat) becomes a term, punctuation is dropped.
-_TERM_SOURCE = re.compile(f"([{_UNSPACED_CHARS}]+)|[^\\W_{_UNSPACED_CHARS}]+|[^\\w\\s]")
+_TERM_SOURCE = re.compile(f"([{_UNSPACED_CHARS}]+)|[^\\W_{_UNSPACED_CHARS}]+|{_FLAG}|[^\\w\\s]")
 #: What the term of a piece of an unspaced script, and of a symbol, starts with before its
-#: code points in hex (``"披萨"`` -> ``u062ab08428``, 🍕 -> ``sym1f355``): ASCII letters and
+#: code points in hex (``"披萨"`` -> ``u062ab08428``, 🍕 -> ``sym1f355``, 🇯🇵 -> ``sym1f1ef1f1f5``): ASCII letters and
 #: digits only, and at least three of them, so FTS5 and InnoDB FULLTEXT (whose shortest
 #: word is three characters, and whose word splits differ for such scripts' marks) both
 #: keep it as one indexed word.
@@ -230,7 +233,7 @@ def folded_terms(text: str, *, query: bool = False) -> list[str]:
             terms += _unspaced_terms(run, pairs_only=query)
         elif run[0].isalnum():
             terms += [_word_term(run)] if run not in MEMORY_STOPWORDS else []
-        elif unicodedata.category(run) == "So":
+        elif len(run) == 2 or unicodedata.category(run) == "So":  # a flag, or one symbol
             terms.append(_code_points(SYMBOL_PREFIX, run))
     return terms
 
