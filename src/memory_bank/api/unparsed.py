@@ -16,9 +16,11 @@ silent, a head sent a line every few seconds (each byte cancels its keep-alive t
 body that stalls. A few thousand of them hold every file descriptor and the server takes
 no more connections. So a request's head must arrive whole within ``timeout_seconds``
 (the ``request_timeout_seconds`` setting) of the connection's opening or the previous
-answer, and its body may not pause for longer: past that the client gets 408
-``request_timeout`` and the connection closes (one that sent nothing closes quietly, as
-at keep-alive's end).
+answer, and its body may not pause for longer nor, after that grace, come slower than 500
+bytes a second: past that the client gets 408 ``request_timeout`` and the connection closes
+(one that sent nothing closes quietly, as at keep-alive's end). Time the server is behind
+(a ``100 Continue`` not yet sent, a body the app has not read, a busy event loop) does not
+count against the client. Measured and tried: ``docs/decisions/0053-request-deadlines.md``.
 """
 
 from __future__ import annotations
