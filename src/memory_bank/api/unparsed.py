@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 import h11
 from uvicorn.config import Config
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 
 from memory_bank.api.middleware import (
     REQUEST_HEAD_BYTES,
@@ -141,11 +141,15 @@ class ProblemH11Protocol(H11Protocol):
             if state is not h11.IDLE:
                 self._disarm()
 
+    def _running(self) -> RequestResponseCycle | None:
+        """The request the app is handling and has not answered whole, if any."""
+        return self.cycle if self.cycle is not None and not self.cycle.response_complete else None
+
     def _restart_body_clock(self) -> None:
         """The client's body clock starts now, with the body bytes already in (those that came with the head)."""
-        running = self.cycle is not None and not self.cycle.response_complete
+        running = self._running()
         self._body_since, self._awaiting_continue = self.loop.time(), False
-        self._body_bytes = len(self.cycle.body) if running else 0
+        self._body_bytes = len(running.body) if running is not None else 0
 
     def _body_deadline(self) -> float:
         """No pause over the timeout, and after the timeout's grace, on average at least
@@ -167,8 +171,8 @@ class ProblemH11Protocol(H11Protocol):
     def _server_behind(self) -> bool:
         """Whether the wait is the server's: the app has not read what came (uvicorn stops
         reading past 64 KB the app has not taken)."""
-        running = self.cycle is not None and not self.cycle.response_complete
-        return self.flow.read_paused or (running and bool(self.cycle.body))
+        running = self._running()
+        return self.flow.read_paused or (running is not None and bool(running.body))
 
     def _overdue(self) -> None:
         self._deadline = None
@@ -201,8 +205,7 @@ class ProblemH11Protocol(H11Protocol):
             self._refuse(RequestTimeout(f"The request's {late}."))
 
     def send_400_response(self, msg: str) -> None:
-        in_body = self.cycle is not None and not self.cycle.response_complete
-        self._refuse(self._refusal(in_body=in_body))
+        self._refuse(self._refusal(in_body=self._running() is not None))
 
     def _refuse(self, error: DomainError) -> None:
         """Answer ``error`` as the app would, then drain and close: h11 reads no further.
@@ -211,7 +214,7 @@ class ProblemH11Protocol(H11Protocol):
         app's access line and count say what the client got (``REFUSED_STATE_KEY``): one line and one
         count per request, under its operation."""
         self._disarm()
-        running = self.cycle if self.cycle is not None and not self.cycle.response_complete else None
+        running = self._running()
         if running is not None:
             # A body that broke or stalled mid-request: the app, still running, must not answer
             # after this refusal (h11 refused its second response: an ERROR and a traceback per request).
