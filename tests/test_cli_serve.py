@@ -209,6 +209,21 @@ def test_a_websocket_upgrade_is_an_ordinary_request_answered_as_a_problem(served
     assert (status, headers["content-type"]) == (401, "application/problem+json")
 
 
+@pytest.mark.parametrize("blank", [b"\r\n", b"\n", b"\r\n\r\n\n"], ids=["CRLF", "LF", "several"])
+@pytest.mark.parametrize("packet", [1, 1024], ids=["a byte at a time", "in one write"])
+def test_blank_lines_before_a_request_are_skipped_as_rfc_9112_asks(served: Served, blank: bytes, packet: int) -> None:
+    """Before the first request and between pipelined ones (a body followed by a stray CRLF);
+    a byte at a time, a CRLF's CR arrives alone and must wait for its LF."""
+    ask = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+    status, _, body = raw_exchange(served.url, blank + ask + blank + ask + blank + ask.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"), packet)
+    assert status == 200 and body.count(b"HTTP/1.1 200 OK") == 2 and b"400" not in body
+
+
+def test_a_carriage_return_that_no_line_feed_follows_is_still_malformed(served: Served) -> None:
+    status, _, body = raw_exchange(served.url, b"\rGET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert status == 400 and httpx.Response(status, content=body).json()["code"] == "malformed_request"
+
+
 def test_a_long_url_under_the_limit_still_reaches_the_app(served: Served) -> None:
     status, headers, body = raw_exchange(served.url, b"GET /v1/memory/search?q=" + b"a" * 12_000 + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     assert status == 401 and httpx.Response(status, content=body).json()["code"] == "unauthorized"

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from email.utils import formatdate
 from http import HTTPStatus
 from typing import Any, ClassVar
@@ -60,16 +61,29 @@ CONTINUE_POLL_SECONDS = 0.25
 #: and again if it ran later than ``LOOP_LATE_SECONDS`` (the loop was busy: the server was behind).
 CONFIRM_SECONDS = 0.5
 LOOP_LATE_SECONDS = 0.25
+#: Empty lines (CRLF, or a bare LF as h11 also reads) before a request line.
+_BLANK_LINES = re.compile(rb"(?:\r?\n)+")
 
 
 class _HintedConnection(h11.Connection):
     """h11's connection, keeping the status its last refusal of the peer's bytes hinted: 431 for
     a head over the buffer limit, else 400 (or 501). uvicorn drops the error; what h11 still
-    holds does not tell, as a head h11 could read but refused is gone from its buffer."""
+    holds does not tell, as a head h11 could read but refused is gone from its buffer.
+
+    It also skips blank lines before a request line, which RFC 9112 (2.2) says a server
+    should ignore and h11 refuses: a client that ends a body with an extra CRLF, as old
+    browsers did, had its next request on the connection refused."""
 
     refused_status = 400
 
     def next_event(self) -> Any:
+        if self.their_state is h11.IDLE:
+            pending, closed = self.trailing_data
+            blank = _BLANK_LINES.match(pending)
+            if blank:
+                self._receive_buffer.maybe_extract_at_most(blank.end())  # h11 offers no public way to skip bytes
+            if pending[blank.end() if blank else 0 :] == b"\r" and not closed:  # its LF is on the way
+                return h11.NEED_DATA
         try:
             return super().next_event()
         except h11.RemoteProtocolError as error:
