@@ -49,12 +49,13 @@ def test_permission_filter_applies_before_the_limit() -> None:
 )
 def test_a_write_request_does_not_look_sure_of_a_read_for_a_read_only_token(request_text: str, wanted: str) -> None:
     """The write the request asks for still competes where the token cannot call it: the read
-    that comes first scores as the poor match it is, under the cut an agent acts on."""
+    that comes first scores as the poor match it is, and nothing looks sure."""
     writer = REGISTRY.search(request_text, allows={"memory:read", "memory:write"}.__contains__, limit=3)
     reader = REGISTRY.search(request_text, allows=READ, limit=3)
     assert writer.results[0].name == wanted and writer.withheld is None
+    assert (writer.confidence or 0) >= REGISTRY.confidence.threshold
     assert reader.results and all(card.permission == "memory:read" for card in reader.results)
-    assert (reader.results[0].score or 0) < REGISTRY.confident_score
+    assert (reader.results[0].score or 0) < (writer.results[0].score or 0) and reader.confidence == 0.0
     assert reader.withheld is not None and (reader.withheld.name, reader.withheld.permission) == (wanted, "memory:write")
 
 
@@ -85,7 +86,7 @@ def test_a_request_for_an_operation_mcp_does_not_offer_names_it_and_no_card_for_
     assert result.withheld.route == f"{NOT_EXPOSED[wanted]['method']} {NOT_EXPOSED[wanted]['path']}"
     assert not {card.name for card in result.results} & set(NOT_EXPOSED)
     assert REGISTRY.get(wanted) is None and wanted not in {c["name"] for c in REGISTRY}
-    text = cards_text(result, REGISTRY.confident_score)
+    text = cards_text(result, REGISTRY.confidence.threshold)
     permission = NOT_EXPOSED[wanted]["policy"]["permission"]
     assert text.startswith(f"The best fit, {wanted}, is not offered over MCP, only over HTTP at {result.withheld.route} (with {permission}); ")
 
@@ -107,7 +108,7 @@ def test_the_text_of_a_withheld_best_fit_with_no_cards_says_no_other_matches() -
     result = REGISTRY.search("importmemories", allows=READ_WRITE, limit=5)
     if result.results:  # some card matched too: the other wording applies
         pytest.skip("not the no-card case for this catalog")
-    assert cards_text(result, REGISTRY.confident_score).split(".\n")[1].startswith("No other operation matches")
+    assert cards_text(result, REGISTRY.confidence.threshold).split(".\n")[1].startswith("No other operation matches")
 
 
 def test_an_operation_not_exposed_never_shows_in_a_listing_or_a_category() -> None:
@@ -162,6 +163,6 @@ def test_rest_route_needs_a_token(client) -> None:
 
 def test_the_text_an_agent_reads_says_the_withheld_best_fit_first() -> None:
     result = REGISTRY.search("save a memory", allows=READ, limit=2)
-    text = cards_text(result, REGISTRY.confident_score)
+    text = cards_text(result, REGISTRY.confidence.threshold)
     assert text.startswith("The best fit, postMemory, needs memory:write, which this token lacks; none of these does what was asked.\n")
     assert "postMemory" not in text.split("\n", 1)[1]

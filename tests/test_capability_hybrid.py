@@ -148,6 +148,6 @@ def test_a_read_only_token_s_hybrid_search_is_not_sure_of_a_read_for_a_write_req
     semantic_extra()
     registry = CapabilityRegistry(CAPABILITIES, embedder=load_embedder())
     read = {"memory:read"}.__contains__
-    results = registry.search(request_text, allows=read, limit=3).results
-    assert results and all(card.permission == "memory:read" for card in results)
-    assert (results[0].score or 0) < registry.confident_score
+    found = registry.search(request_text, allows=read, limit=3)
+    assert found.results and all(card.permission == "memory:read" for card in found.results)
+    assert (found.results[0].score or 0) < registry.confidence.threshold and found.confidence == 0.0

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "evals"))
 
-from capability_scores import auc, balanced_accuracy, leave_one_source_out  # noqa: E402
+from capability_scores import auc, balanced_accuracy, judged, lead_weight_folds, leave_one_source_out  # noqa: E402
 
 scores = st.lists(st.floats(min_value=0, max_value=1, allow_nan=False), min_size=1, max_size=30)
 
@@ -52,6 +52,17 @@ def test_each_fold_picks_its_cut_on_the_other_sources() -> None:
     folds = leave_one_source_out({"a": clear, "b": clear, "c": [(0.35, True), (0.3, False)]})
     # a and b are separated by any cut in (0.2, 0.7], c only by one in (0.3, 0.35]
     assert folds == {"a": (0.31, 1.0), "b": (0.31, 1.0), "c": (0.21, 0.5)}
+
+
+def test_each_fold_picks_the_lead_weight_on_the_other_sources() -> None:
+    """Where right first results lead their second and wrong ones do not, a weight on the lead
+    separates them; a source where the lead says nothing leaves the pick to the others."""
+    leads = [([0.3, 0.0], True), ([0.3, 0.05], True), ([0.4, 0.39], False), ([0.35, 0.34], False)]  # first score: wrong higher
+    noise = [([0.5, 0.1], True), ([0.5, 0.1], False)]
+    folds = lead_weight_folds({"a": leads, "b": leads, "c": noise})
+    assert judged(leads, 0.0) == [(0.3, True), (0.3, True), (0.4, False), (0.35, False)]
+    assert folds["c"][0] > 0 and folds["c"][1] == 0.5  # chosen on a and b; c is a coin toss at any weight
+    assert folds["a"] == (0.5, 1.0)  # the smallest weight that separates b (and c ties at every weight)
 
 
 def test_the_harness_counts_a_destructive_first_only_for_requests_that_do_not_delete(tmp_path: Path) -> None:

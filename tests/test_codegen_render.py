@@ -233,6 +233,6 @@ def test_a_nullable_object_is_its_model_or_none_and_the_served_model_takes_both(
     namer = TypeNamer({"components": {"schemas": {}}})
     schema = {"type": ["object", "null"], "properties": {"name": {"type": "string"}}, "required": ["name"]}
     assert namer.expression(schema, "Owner") == "Owner | None"
-    assert models.CapabilitySearchResult.model_validate({"total": 0, "results": [], "withheld": None}).withheld is None
-    named = models.CapabilitySearchResult.model_validate({"total": 0, "results": [], "withheld": {"name": "postMemory", "permission": "memory:write", "reason": "permission", "route": "POST /v1/memory"}})
+    assert models.CapabilitySearchResult.model_validate({"total": 0, "results": [], "confidence": None, "withheld": None}).withheld is None
+    named = models.CapabilitySearchResult.model_validate({"total": 0, "results": [], "confidence": 0.0, "withheld": {"name": "postMemory", "permission": "memory:write", "reason": "permission", "route": "POST /v1/memory"}})
     assert named.withheld is not None and named.withheld.name == "postMemory"

@@ -10,7 +10,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from memory_bank.app import create_app
-from memory_bank.capabilities.registry import CONFIDENT_HYBRID, CONFIDENT_LEXICAL, CapabilityRegistry
+from memory_bank.capabilities.ranking.confidence import HYBRID, LEXICAL
+from memory_bank.capabilities.registry import CapabilityRegistry
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.mcp.tools import search_tool
 from memory_bank.settings import Settings
@@ -37,7 +38,8 @@ def test_every_card_is_in_the_text_with_its_score_and_requirements(search: Any) 
     text, cards = _text(result), result["structuredContent"]["results"]
     assert len(cards) == 3 and all(c["permission"] == "memory:read" for c in cards)  # a read-only token
     lines = text.splitlines()
-    assert lines[0] == f"3 of {result['structuredContent']['total']} operations, best first; under {CONFIDENT_LEXICAL} compare several:"
+    found = result["structuredContent"]
+    assert lines[0] == f"3 of {found['total']} operations, best first, confidence {found['confidence']} (under {LEXICAL.threshold} compare several):"
     for line, card in zip(lines[1:], cards, strict=True):
         required = ", ".join(card["required"]) or "nothing"
         assert line == f"- {card['name']}: {card['title']} ({card['permission']}, score {card['score']}; requires {required})"
@@ -67,6 +69,6 @@ def test_no_match_says_so_instead_of_a_listing_header(search: Any, arguments: di
 def test_the_tool_description_gives_the_threshold_of_the_ranker_in_use() -> None:
     exposed = [c for c in CAPABILITIES if c["policy"]["expose"]]
     description = search_tool(CapabilityRegistry(exposed)).description or ""
-    assert f"A first score below {CONFIDENT_LEXICAL} is often a wrong guess" in description
+    assert f"`confidence`, how sure the first card is: below {LEXICAL.threshold} it is often a wrong guess" in description
     hybrid = CapabilityRegistry(exposed, embedder=lambda texts: [[1.0, 0.0] for _ in texts])
-    assert f"A first score below {CONFIDENT_HYBRID} is often a wrong guess" in (search_tool(hybrid).description or "")
+    assert f"below {HYBRID.threshold} it is often a wrong guess" in (search_tool(hybrid).description or "")

@@ -59,7 +59,7 @@ def cards_text(result: models.CapabilitySearchResult, confident: float) -> str:
     """``result`` as the text an agent reads when its client shows only text: one line per
     card with its title instead of the summary, not the structured content's JSON again
     (which would double the cost of every search). A schema asked for is appended as JSON.
-    ``confident``: the first score below which the agent should compare several cards.
+    ``confident``: the confidence below which the agent should compare several cards.
     No card is said as such: "by category", the header of a listing, would read as if
     the catalog were empty rather than as a request that matched nothing. A best fit the
     caller may not call over MCP (``withheld``) is said first."""
@@ -69,7 +69,7 @@ def cards_text(result: models.CapabilitySearchResult, confident: float) -> str:
         return f"{said}.\nNo other operation {found}" if said else f"No operation {found}"
     lead = f"{said}; none of these does what was asked.\n" if said else ""
     ranked = any(c.score is not None for c in result.results)
-    order = f"best first; under {confident} compare several" if ranked else "by category"
+    order = f"best first, confidence {result.confidence} (under {confident} compare several)" if ranked else "by category"
     lines = [lead + f"{len(result.results)} of {result.total} operations, {order}:"]
     for card in result.results:
         score = "" if card.score is None else f", score {card.score}"

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from memory_bank.capabilities.cards import card
+from memory_bank.capabilities.ranking import confidence
 from memory_bank.capabilities.ranking.search import CapabilitySearch
 from memory_bank.capabilities.ranking.semantic import TextVectors
 from memory_bank.errors import NotFound
@@ -18,14 +19,6 @@ from memory_bank.generated import models
 from memory_bank.textsearch.embeddings import Embedder
 
 Capability = Mapping[str, Any]
-
-#: The first score below which a first result is too often wrong to act on without comparing
-#: several cards, per ranker: the lexical score is the share of the request a capability
-#: covers, the hybrid's is relative to the query's best, so their scales differ. Chosen by
-#: leave-one-source-out (``evals/capability_scores.py``, docs/decisions/0016, 0039, 0041, 0046,
-#: 0047 and 0048).
-CONFIDENT_LEXICAL = 0.19
-CONFIDENT_HYBRID = 0.93
 
 #: ``allows(permission)``: whether the caller may use an operation needing it.
 Allows = Callable[[str], bool]
@@ -67,7 +60,8 @@ class CapabilityRegistry:
         self._searches: dict[tuple[str, ...], CapabilitySearch] = {}
         #: casefolded -> as the spec spells it: a search names one case-insensitively.
         self._categories = {str(c["policy"]["category"]).casefold(): str(c["policy"]["category"]) for c in self._capabilities}
-        self.confident_score = CONFIDENT_LEXICAL if embedder is None else CONFIDENT_HYBRID
+        #: How this ranker's first result is judged; its ``threshold`` is what the search tool's description states.
+        self.confidence = confidence.LEXICAL if embedder is None else confidence.HYBRID
 
     def __iter__(self) -> Iterator[Capability]:
         return iter(self._capabilities)
@@ -117,7 +111,7 @@ class CapabilityRegistry:
         same API that the caller may not call, or that no MCP client may (not exposed, with
         examples), still competes, so a read-only token's "save a memory" ranks the reads as the
         poor matches they are (0.09, where an index of the reads alone gave one 0.34, above
-        ``confident_score``) instead of as a sure one, and "export my memories" finds the export,
+        ``confidence.threshold``) instead of as a sure one, and "export my memories" finds the export,
         not the search.
         """
         sources = {c["source"] for c in self.allowed(allows)}
@@ -161,14 +155,16 @@ class CapabilityRegistry:
         if not query.strip():
             listed = sorted((c for c in self._capabilities if accept(c)), key=lambda c: c["policy"]["category"])
             cards = [card(c, None, include_schema=include_schema) for c in listed]
-            return models.CapabilitySearchResult(total=total, results=cards, withheld=None)
+            return models.CapabilitySearchResult(total=total, results=cards, confidence=None, withheld=None)
         index = self._index(allows)
         scores = index.scores(query)
-        matches = index.rank(query, scores, limit=limit, accept=accept)
-        cards = [card(m.capability, m.score, include_schema=include_schema) for m in matches]
+        matches = index.rank(query, scores, limit=max(limit, 2), accept=accept)  # the second judges the first
+        cards = [card(m.capability, m.score, include_schema=include_schema) for m in matches[:limit]]
         in_category = None if wanted is None else (lambda c: c["policy"]["category"].casefold() == wanted)
         best = next((m.capability for m in index.rank(query, scores, limit=1, accept=in_category)), None)
-        return models.CapabilitySearchResult(total=total, results=cards, withheld=_withheld(best, allows))
+        withheld = _withheld(best, allows)
+        sure = 0.0 if withheld is not None else self.confidence.of([m.score for m in matches])
+        return models.CapabilitySearchResult(total=total, results=cards, confidence=sure, withheld=withheld)
 
 
 def _withheld(best: Capability | None, allows: Allows) -> models.CapabilitySearchResultWithheld | None:

@@ -425,6 +425,18 @@ class CapabilitySearchResult(BaseModel):
 
     total: JsonInt = Field(ge=0, description="How many operations this token may call.")
     results: list[CapabilityCard]
+    confidence: float | None = Field(
+        ge=0,
+        le=1,
+        description=(
+            "How sure it is that the first card is what was asked: its "
+            "score, raised by its lead over the second card. Under the "
+            "threshold the search tool's description gives, compare "
+            "several cards before choosing. 0 when `withheld` names the "
+            "best fit; null when nothing was ranked (no `q`, or no "
+            "match)."
+        ),
+    )
     withheld: CapabilitySearchResultWithheld | None = Field(
         description=(
             "The operation that fits the request best, when this caller "

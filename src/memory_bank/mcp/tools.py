@@ -85,8 +85,8 @@ def search_tool(registry: CapabilityRegistry) -> types.Tool:
             "want to do, in plain words, e.g. 'search my memories' or 'remember a fact'. Returns compact "
             "cards, best first: name, title, summary, category, the permission it needs, a relevance score "
             "and its required arguments (e.g. body.content), plus `total`, how many operations your token "
-            f"may use. A first score below {registry.confident_score} is often a wrong guess: then compare "
-            "several cards before choosing. Only operations your token allows are shown; when the best fit is one "
+            f"may use, and `confidence`, how sure the first card is: below {registry.confidence.threshold} it is "
+            "often a wrong guess, so compare several cards before choosing. Only operations your token allows are shown; when the best fit is one "
             "it does not, or one offered over HTTP only, `withheld` names it, why and its route. An empty query lists them all by "
             "category. Set include_schema to get each card's full input schema, then call execute_capability."
         ),
@@ -305,7 +305,7 @@ class Toolbox:
             raise
         if isinstance(step, Call):
             outcome = await self._executor.run(step, caller)
-            return brief(outcome, self._registry.confident_score) if name == SEARCH else outcome
+            return brief(outcome, self._registry.confidence.threshold) if name == SEARCH else outcome
         if step.metered:
             try:
                 await self.admit(caller)
