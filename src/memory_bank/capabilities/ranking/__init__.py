@@ -8,6 +8,7 @@ split by job so each piece can be read and tested alone:
 * ``question_fallback`` - a question no operation names reaches a question-answering one.
 * ``request_steps``     - a request of several steps gets its last step's operation first.
 * ``safety``            - what the annotations say may not come first for a request.
+* ``confidence``        - how sure the first result is: what an agent acts on.
 * ``semantic``          - the optional embedding signal (``semantic`` extra).
 
 Tokenizing, BM25F and fusion come from ``textsearch``.
