@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from memory_bank.api.middleware import REQUEST_HEAD_BYTES
 from memory_bank.cli.serve import _bootstrap_dev_token, listen
 from memory_bank.store.tokens import TokenStore
 from support import backends
@@ -219,6 +220,17 @@ def test_blank_lines_before_a_request_are_skipped_as_rfc_9112_asks(served: Serve
     assert status == 200 and body.count(b"HTTP/1.1 200 OK") == 2 and b"400" not in body
 
 
+@pytest.mark.parametrize(("blank_bytes", "status"), [(REQUEST_HEAD_BYTES // 2, 200), (REQUEST_HEAD_BYTES + 2, 400)])
+def test_blank_lines_are_skipped_up_to_a_head_s_worth_then_refused(served: Served, blank_bytes: int, status: int) -> None:
+    """Uncapped, a client could keep the server matching blank lines for the whole head deadline
+    (a hostile pass: 20 such clients took /health from 11 to 259 ms)."""
+    ask = b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    answered, _, body = raw_exchange(served.url, b"\r\n" * (blank_bytes // 2) + ask, packet=4096)
+    assert answered == status
+    if status == 400:
+        assert httpx.Response(status, content=body).json()["code"] == "malformed_request"
+
+
 def test_a_carriage_return_that_no_line_feed_follows_is_still_malformed(served: Served) -> None:
     status, _, body = raw_exchange(served.url, b"\rGET /health HTTP/1.1\r\nHost: x\r\n\r\n")
     assert status == 400 and httpx.Response(status, content=body).json()["code"] == "malformed_request"
@@ -321,6 +333,14 @@ def problem_of(received: bytes) -> tuple[int, dict[str, object]]:
 def test_a_connection_that_never_sends_is_closed_without_an_answer(impatient: Served) -> None:
     """uvicorn alone kept it open for ever: a few thousand of them took every file descriptor."""
     with connect(impatient) as connection:
+        received, waited = read_to_close(connection)
+    assert received == b"" and TIMEOUT_SECONDS - 0.2 < waited < TIMEOUT_SECONDS + 5
+
+
+@pytest.mark.parametrize("blank", [b"\r\n\r\n", b"\r\n\r"], ids=["whole", "a CR waiting for its LF"])
+def test_a_connection_that_sends_only_blank_lines_is_closed_without_an_answer(impatient: Served, blank: bytes) -> None:
+    with connect(impatient) as connection:
+        connection.sendall(blank)
         received, waited = read_to_close(connection)
     assert received == b"" and TIMEOUT_SECONDS - 0.2 < waited < TIMEOUT_SECONDS + 5
 

@@ -72,23 +72,36 @@ class _HintedConnection(h11.Connection):
 
     It also skips blank lines before a request line, which RFC 9112 (2.2) says a server
     should ignore and h11 refuses: a client that ends a body with an extra CRLF, as old
-    browsers did, had its next request on the connection refused."""
+    browsers did, had its next request on the connection refused. At most a head's worth
+    (:data:`REQUEST_HEAD_BYTES`) per request: past that h11 refuses them as before, so a
+    client cannot keep the server matching blank lines for the whole head deadline."""
 
     refused_status = 400
+    #: Blank-line bytes skipped since the last request line.
+    _skipped = 0
 
     def next_event(self) -> Any:
         if self.their_state is h11.IDLE:
             pending, closed = self.trailing_data
-            blank = _BLANK_LINES.match(pending)
+            budget = max(0, REQUEST_HEAD_BYTES - self._skipped)
+            blank = _BLANK_LINES.match(pending, 0, budget)
             if blank:
                 self._receive_buffer.maybe_extract_at_most(blank.end())  # h11 offers no public way to skip bytes
-            if pending[blank.end() if blank else 0 :] == b"\r" and not closed:  # its LF is on the way
-                return h11.NEED_DATA
+                self._skipped += blank.end()
+            if pending[blank.end() if blank else 0 :] == b"\r" and not closed and self._skipped < REQUEST_HEAD_BYTES:
+                return h11.NEED_DATA  # its LF is on the way
         try:
-            return super().next_event()
+            event = super().next_event()
         except h11.RemoteProtocolError as error:
             self.refused_status = error.error_status_hint
             raise
+        if isinstance(event, h11.Request):
+            self._skipped = 0
+        return event
+
+    def waits_for_nothing(self) -> bool:
+        """Whether nothing of a next request has come (a CR of a blank line is nothing)."""
+        return self.trailing_data[0] in (b"", b"\r")
 
 
 def problem_protocol(timeout_seconds: float, metrics: Metrics | None = None) -> type[ProblemH11Protocol]:
@@ -207,7 +220,7 @@ class ProblemH11Protocol(H11Protocol):
             # Before blaming the client, let the loop read what may wait in the socket: under load
             # a deadline can run late, or run before a read of bytes that came in time.
             self._arm(now + CONFIRM_SECONDS, confirming=True)
-        elif state is h11.IDLE and not self.conn.trailing_data[0]:
+        elif state is h11.IDLE and self._hinted.waits_for_nothing():
             self.timeout_keep_alive_handler()  # nothing of a request came: close as keep-alive does
         else:
             late = (

@@ -1,10 +1,11 @@
 """How sure a search's first result is: the number an agent acts on before it calls.
 
-The first score alone is a poor guide. The lexical score is the share of the request an
-operation covers, so a short request whose one word an operation has ("what time is it"
-meeting "pickup time") looks sure; the hybrid's is relative to the query's best. What
-tells a sure match from a guess better is the first result's lead: a first result far
-ahead of the second is picked, one level with it is a coin toss. So the confidence is the
+The first score alone is a poor guide: the lexical score is the share of the request an
+operation covers, and the hybrid's is relative to the query's best, so a request whose few
+words several operations share looks as sure as one that names an operation. What tells a
+sure match from a guess better is the first result's lead: a first result far ahead of the
+second is picked, one level with it is a coin toss. A short request whose one word only
+one operation has still looks sure ("help" meets "helpful"): words cannot tell. So the confidence is the
 first score raised by its lead, ``(first + w * (first - second)) / (1 + w)``, in [0, 1]
 like the scores, and equal to the first score when nothing else matched.
 
