@@ -178,7 +178,8 @@ def test_requests_behind_a_slow_key_fetch_share_its_answer_in_bounded_time(
         tokens = [issuer.sign(issuer.claims(MCP)) for _ in range(4)]
         statuses = list(pool.map(lambda n: save(client, tokens[n], f"behind a slow fetch, {n}").status_code, range(4)))
     client.app.state.engine.dispose()
-    assert statuses == [503] * 4 and issuer.jwks_fetches == 1
+    # At most one fetch: on a loaded machine the one fetch can give up before its request reaches /jwks.
+    assert statuses == [503] * 4 and issuer.jwks_fetches <= 1
 
 
 @pytest.mark.parametrize("failure", [AttributeError("'list' object has no attribute 'get'"), RecursionError(), httpx.InvalidURL("bad")])

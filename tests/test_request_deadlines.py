@@ -26,10 +26,24 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
+#: ``/stream``: an answer far larger than any socket buffer, in pieces.
+STREAM_PIECE, STREAM_PIECES = 65_536, 1_000
+#: When each ``/stream`` answer ended (its sends return at once once the client is gone).
+STREAM_ENDS: list[float] = []
+
+
 async def slow_reader(scope: dict[str, Any], receive: Receive, send: Send) -> None:
     """Reads the whole body and answers how many bytes it got: on ``/upload`` only after a
-    wait; ``/block`` holds the whole event loop first, as a burst of load does."""
+    wait; ``/block`` holds the whole event loop first, as a burst of load does. ``/stream``
+    answers 64 MB, as a large export does."""
     if scope["type"] != "http":
+        return
+    if scope["path"] == "/stream":
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        for _ in range(STREAM_PIECES):
+            await send({"type": "http.response.body", "body": b"x" * STREAM_PIECE, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+        STREAM_ENDS.append(time.monotonic())
         return
     if scope["path"] == "/upload":
         await asyncio.sleep(APP_DELAY_SECONDS)
@@ -131,3 +145,40 @@ async def test_a_client_is_not_cut_while_the_server_holds_its_event_loop(server:
     answer = await asyncio.to_thread(send_in_pieces, server, head + b"12345", [(0.8, b"67890")])
     blocker.join()
     assert answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b"10")
+
+
+def read_stream(address: tuple[str, int], *, pause: float, for_seconds: float) -> tuple[int, bool]:
+    """``GET /stream``, reading 16 KB every ``pause`` seconds (none after the head when ``pause``
+    is longer than ``for_seconds``) for ``for_seconds``: the bytes read, and whether the server
+    cut the connection meanwhile."""
+    with socket.create_connection(address) as connection:
+        connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        connection.sendall(b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+        received = len(connection.recv(4096))
+        until = time.monotonic() + for_seconds
+        while (left := until - time.monotonic()) > 0:
+            time.sleep(min(pause, left))
+            if time.monotonic() >= until:
+                break
+            try:
+                piece = connection.recv(16_384)
+            except ConnectionResetError:
+                return received, True
+            if not piece:
+                return received, True
+            received += len(piece)
+    return received, False
+
+
+async def test_a_client_that_stops_reading_an_answer_is_cut_and_the_app_is_let_go(server: tuple[str, int]) -> None:
+    """A stalled reader held its answer (a large export's snapshot and slot) for ever."""
+    STREAM_ENDS.clear()
+    started = time.monotonic()
+    await asyncio.to_thread(read_stream, server, pause=60, for_seconds=TIMEOUT_SECONDS + 4)
+    assert len(STREAM_ENDS) == 1 and TIMEOUT_SECONDS - 0.1 < STREAM_ENDS[0] - started < TIMEOUT_SECONDS + 3
+
+
+async def test_a_client_that_reads_an_answer_slowly_is_not_cut(server: tuple[str, int]) -> None:
+    STREAM_ENDS.clear()
+    received, cut = await asyncio.to_thread(read_stream, server, pause=0.2, for_seconds=4 * TIMEOUT_SECONDS)
+    assert not cut and received > 16_384 * 10

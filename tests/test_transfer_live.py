@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from memory_bank import transfer
 from memory_bank.handlers import transfer as import_handler
-from memory_bank.handlers.memory import EXPORT_RETRY_AFTER_SECONDS, EXPORTS_AT_ONCE
+from memory_bank.handlers.memory import EXPORT_RETRY_AFTER_SECONDS, EXPORTS_AT_ONCE, EXPORTS_PER_ORG
 from memory_bank.settings import Settings
 from memory_bank.store.database import make_engine
 from memory_bank.store.memories import MemoryStore
@@ -136,29 +136,42 @@ def test_an_export_that_dies_mid_stream_is_logged_and_audited_as_a_failure(
 
 def test_stalled_exports_take_only_their_share_of_the_pool(tmp_path: Path) -> None:
     """Each export holds a pooled connection while its client reads; 15 clients that stopped reading
-    took SQLite's whole pool and every other request got 503. Past EXPORTS_AT_ONCE an export is
-    refused (503, Retry-After), and the rest of the service answers."""
+    took SQLite's whole pool and every other request got 503. Past EXPORTS_PER_ORG an organisation's
+    export is refused (429), past EXPORTS_AT_ONCE anyone's (503), both with Retry-After, and the
+    rest of the service answers (a hostile pass: four stalled exports of one caller refused
+    everybody's)."""
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'memory-bank.db'}")
     with live_app(settings) as (app, url):
-        token = TokenStore(app.state.engine).create("acme", "ann", "laptop", ["memory:read", "memory:write"])[0]
-        headers = {"Authorization": f"Bearer {token}"}
+        tokens = TokenStore(app.state.engine)
+        acme, beta, gamma = (tokens.create(org, "ann", "laptop", ["memory:read", "memory:write"])[0] for org in ("acme", "beta", "gamma"))
         stamp = "2026-01-01T00:00:00Z"
         fixed = {"tags": [], "contexts": [], "scope": "user", "category": "fact", "confidence": 0.5, "version": 1, "created_at": stamp, "updated_at": stamp}
         lines = "\n".join(json.dumps({"id": f"{n:021d}", "content": f"row {n} " + "x" * 200} | fixed) for n in range(3000))
-        assert httpx.post(f"{url}/v1/memory/import", content=lines, headers=headers | {"Content-Type": "application/x-ndjson"}).status_code == 200
+        for token in (acme, beta):
+            imported = httpx.post(f"{url}/v1/memory/import", content=lines, headers={"Authorization": f"Bearer {token}", "Content-Type": "application/x-ndjson"})
+            assert imported.status_code == 200
         port = int(url.rsplit(":", 1)[1])
-        stalled = [_stalled_export(port, token) for _ in range(EXPORTS_AT_ONCE)]
+
+        def export(token: str) -> httpx.Response:
+            return httpx.get(f"{url}/v1/memory/export", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+
+        stalled = [_stalled_export(port, acme) for _ in range(EXPORTS_PER_ORG)]
         try:
-            refused = httpx.get(f"{url}/v1/memory/export", headers=headers, timeout=30)
-            answers = [httpx.get(f"{url}/v1/memory", headers=headers, timeout=30) for _ in range(20)]
+            own, other = export(acme), export(gamma)
+            stalled += [_stalled_export(port, beta) for _ in range(EXPORTS_AT_ONCE - EXPORTS_PER_ORG)]
+            refused = export(gamma)
+            answers = [httpx.get(f"{url}/v1/memory", headers={"Authorization": f"Bearer {acme}"}, timeout=30) for _ in range(20)]
         finally:
             for sock in stalled:
                 sock.close()
+        assert own.status_code == 429 and own.headers["retry-after"] == str(EXPORT_RETRY_AFTER_SECONDS)
+        assert own.json()["detail"] == f"{EXPORTS_PER_ORG} exports of your organisation are streaming already; retry when one has ended"
+        assert other.status_code == 200
         assert refused.status_code == 503 and refused.headers["retry-after"] == str(EXPORT_RETRY_AFTER_SECONDS)
         assert refused.json()["detail"] == f"{EXPORTS_AT_ONCE} exports are streaming on this server already; retry shortly"
         assert {a.status_code for a in answers} == {200}
         for _ in range(50):  # the stalled streams end once their sockets are gone
-            if httpx.get(f"{url}/v1/memory/export", headers=headers, timeout=30).status_code == 200:
+            if export(acme).status_code == 200:
                 break
         else:
             raise AssertionError("exports stayed refused after their readers hung up")

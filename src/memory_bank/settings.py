@@ -69,8 +69,9 @@ class Settings(BaseSettings):
     #: MySQL/MariaDB: how long a connect, a lock wait or a read of the server's answer may take
     #: before the request fails with 503; a database that stops answering hung every request.
     database_timeout_seconds: int = Field(default=10, ge=1, le=3600)
-    #: ``serve``: how long a request's head may take to arrive whole, and its body may pause
-    #: (api.unparsed); uvicorn alone waits for ever, and silent connections pile up.
+    #: ``serve``: how long a request's head may take to arrive whole, its body may pause, and
+    #: its client may read none of the answer (api.unparsed); uvicorn alone waits for ever,
+    #: and silent connections pile up.
     request_timeout_seconds: float = Field(default=20, gt=0, le=3600)
     rate_limit_rpm: int = Field(default=120, ge=1)
     #: Read as JSON by the validator below, so that bad JSON is a field error like any other.

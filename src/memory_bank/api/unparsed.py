@@ -20,13 +20,17 @@ answer, and its body may not pause for longer nor, after that grace, come slower
 bytes a second: past that the client gets 408 ``request_timeout`` and the connection closes
 (one that sent nothing closes quietly, as at keep-alive's end). Time the server is behind
 (a ``100 Continue`` not yet sent, a body the app has not read, a busy event loop) does not
-count against the client. Measured and tried: ``docs/decisions/0053-request-deadlines.md``.
+count against the client. An answer the client stops reading is held to the same timeout:
+one that read none of it for that long (a stalled export holds a database snapshot and one
+of a few export slots) has its connection aborted. Measured and tried:
+``docs/decisions/0053-request-deadlines.md``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 from email.utils import formatdate
 from http import HTTPStatus
@@ -61,6 +65,8 @@ CONTINUE_POLL_SECONDS = 0.25
 #: and again if it ran later than ``LOOP_LATE_SECONDS`` (the loop was busy: the server was behind).
 CONFIRM_SECONDS = 0.5
 LOOP_LATE_SECONDS = 0.25
+_logger = logging.getLogger(__name__)
+
 #: Empty lines (CRLF, or a bare LF as h11 also reads) before a request line.
 _BLANK_LINES = re.compile(rb"(?:\r?\n)+")
 
@@ -131,6 +137,8 @@ class ProblemH11Protocol(H11Protocol):
         self._awaiting_continue = False
         #: When the deadline is due, and whether it is the second look before a refusal.
         self._due, self._confirming = 0.0, False
+        #: While writing is paused (the client does not read the answer): the check of its progress.
+        self._write_check: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -146,8 +154,42 @@ class ProblemH11Protocol(H11Protocol):
         super().on_response_complete()
         self._watch(0)
 
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._watch_reader(self.transport.get_write_buffer_size())
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._stop_watching_reader()
+
+    def _watch_reader(self, unsent: int) -> None:
+        self._stop_watching_reader()
+        due = self.loop.time() + self.timeout_seconds
+        self._write_check = self.loop.call_at(due, self._reader_overdue, unsent, due)
+
+    def _stop_watching_reader(self) -> None:
+        if self._write_check is not None:
+            self._write_check.cancel()
+            self._write_check = None
+
+    def _reader_overdue(self, unsent: int, due: float) -> None:
+        """A client that read none of the answer for the whole timeout is gone or holding the
+        server (a stalled export keeps a database snapshot and one of a few export slots): the
+        connection is aborted. One that read some, however slowly, is watched again, as is
+        one whose check ran late (the loop was busy, so the server was behind)."""
+        self._write_check = None
+        if not self.flow.write_paused or self.transport.is_closing():
+            return
+        now_unsent = self.transport.get_write_buffer_size()
+        if now_unsent < unsent or self.loop.time() - due > LOOP_LATE_SECONDS:
+            self._watch_reader(now_unsent)
+            return
+        _logger.warning("the client read none of the answer for %g seconds: connection closed", self.timeout_seconds)
+        self.transport.abort()
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._stop_watching_reader()
         super().connection_lost(exc)
 
     def _watch(self, received: int) -> None:

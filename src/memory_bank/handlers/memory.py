@@ -12,12 +12,13 @@ a deactivated agent cannot change anything.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from typing import ParamSpec, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
-from memory_bank.errors import BackendUnavailable, fields_from
+from memory_bank.errors import BackendUnavailable, RateLimited, fields_from
 from memory_bank.generated import models
 from memory_bank.handlers.convert import to_memory, to_model, to_search_hit
 from memory_bank.handlers.transfer import import_body
@@ -51,6 +52,8 @@ def _created(row: MemoryRow, created: bool) -> Reply[models.Memory]:
 #: client reads (``MemoryStore.export_snapshot``); a few stalled readers must not take the pool
 #: every other request needs (15 connections on SQLite, 40 on MySQL per replica).
 EXPORTS_AT_ONCE = 4
+#: Of those, how many one organisation may hold, so that one caller cannot take them all.
+EXPORTS_PER_ORG = 2
 #: What a refused export is told to wait before trying again.
 EXPORT_RETRY_AFTER_SECONDS = 5
 
@@ -60,6 +63,7 @@ class MemoryHandlers:
         self._store = store
         self._agents = agents
         self._exports_streaming = 0  # counted on the event loop, so no lock
+        self._exports_by_org: Counter[str] = Counter()
 
     async def post_memory(
         self, principal: Principal, *, body: models.MemoryCreate, idempotency_key: str | None = None
@@ -108,6 +112,11 @@ class MemoryHandlers:
                 f"{EXPORTS_AT_ONCE} exports are streaming on this server already; retry shortly",
                 retry_after=EXPORT_RETRY_AFTER_SECONDS,
             )
+        if self._exports_by_org[principal.org_id] >= EXPORTS_PER_ORG:
+            raise RateLimited(
+                f"{EXPORTS_PER_ORG} exports of your organisation are streaming already; retry when one has ended",
+                retry_after=EXPORT_RETRY_AFTER_SECONDS,
+            )
         return Reply(self._export(principal))
 
     async def _export(self, principal: Principal) -> AsyncIterator[str]:
@@ -115,6 +124,7 @@ class MemoryHandlers:
         and closed however the stream ends (a client that hangs up included). Counted from its
         first line on: a stream that never starts holds no connection."""
         self._exports_streaming += 1
+        self._exports_by_org[principal.org_id] += 1
         try:
             snapshot = self._store.export_snapshot(principal)
             pages = await _off_loop(snapshot.__enter__)
@@ -129,6 +139,9 @@ class MemoryHandlers:
                 await _off_loop(snapshot.__exit__, None, None, None)
         finally:
             self._exports_streaming -= 1
+            self._exports_by_org[principal.org_id] -= 1
+            if not self._exports_by_org[principal.org_id]:
+                del self._exports_by_org[principal.org_id]
 
     async def import_memories(self, principal: Principal, *, body: str) -> Reply[models.ImportResult]:
         return Reply(await import_body(self._store, self._agents, principal, body))
