@@ -137,6 +137,21 @@ def test_broken_links_write_nothing(history: list[dict], make_client, mutate, ru
     assert lines(other) == []
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("confidence", True), ("confidence", "0.5"), ("version", "1"), ("created_at", 1700000000), ("created_at", 1.7e9), ("tags", "a")],
+)
+def test_a_line_is_read_as_strictly_as_a_rest_body(history: list[dict], make_client, field: str, value: object) -> None:
+    """A hostile pass: ``"confidence": true`` was stored as 1.0, ``"version": "1"`` as 1 and a
+    number of seconds as a date, where REST refuses each with a type error."""
+    other = make_client("globex", "gus")
+    loose = [{**history[0], field: value}, *history[1:]]
+    response = other.post("/v1/memory/import", content=body(loose))
+    assert response.status_code == 422
+    assert [(e["field"], e["rule"]) for e in response.json()["errors"]] == [("/body/line/1", "type")]
+    assert lines(other) == []
+
+
 def test_import_bounds(ann: TestClient, monkeypatch) -> None:
     monkeypatch.setattr(transfer, "MAX_IMPORT_LINES", 2)
     response = ann.post("/v1/memory/import", content="\n\n\n")

@@ -146,7 +146,9 @@ def test_stalled_exports_take_only_their_share_of_the_pool(tmp_path: Path) -> No
         acme, beta, gamma = (tokens.create(org, "ann", "laptop", ["memory:read", "memory:write"])[0] for org in ("acme", "beta", "gamma"))
         stamp = "2026-01-01T00:00:00Z"
         fixed = {"tags": [], "contexts": [], "scope": "user", "category": "fact", "confidence": 0.5, "version": 1, "created_at": stamp, "updated_at": stamp}
-        lines = "\n".join(json.dumps({"id": f"{n:021d}", "content": f"row {n} " + "x" * 200} | fixed) for n in range(3000))
+        # About 10 MB of export each: more than the kernel's socket buffers (Linux's send buffer grows to
+        # 4 MB), so a stalled stream cannot end into them and give its slot back.
+        lines = "\n".join(json.dumps({"id": f"{n:021d}", "content": f"row {n} " + "x" * 800} | fixed) for n in range(10_000))
         for token in (acme, beta):
             imported = httpx.post(f"{url}/v1/memory/import", content=lines, headers={"Authorization": f"Bearer {token}", "Content-Type": "application/x-ndjson"})
             assert imported.status_code == 200

@@ -83,7 +83,7 @@ def _in_utc(name: str, value: datetime) -> datetime:
 
 
 def _parse_line(number: int, line: str) -> Record:
-    memory = models.Memory.model_validate_json(line)
+    memory = models.Memory.model_validate_json(line, strict=True)  # as REST reads a body: "1" is no version
     error = _standard_error(number, line)
     if error is not None:
         raise _NotStandardLine(error)
