@@ -110,9 +110,9 @@ class CapabilityRegistry:
         one's, for an agent's memory token) never shift the order of these. An operation of the
         same API that the caller may not call, or that no MCP client may (not exposed, with
         examples), still competes, so a read-only token's "save a memory" ranks the reads as the
-        poor matches they are (0.09, where an index of the reads alone gave one 0.34, above
-        ``confidence.threshold``) instead of as a sure one, and "export my memories" finds the export,
-        not the search.
+        poor matches they are (0.09, where an index of the reads alone gave one 0.34) and names
+        the write as withheld instead of offering a read as a sure one, and "export my memories"
+        finds the export, not the search.
         """
         sources = {c["source"] for c in self.allowed(allows)}
         capabilities = [c for c in self._every if c["source"] in sources and competes(c)]
