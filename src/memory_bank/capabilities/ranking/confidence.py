@@ -4,10 +4,10 @@ The first score alone is a poor guide: the lexical score is the share of the req
 operation covers, and the hybrid's is relative to the query's best, so a request whose few
 words several operations share looks as sure as one that names an operation. What tells a
 sure match from a guess better is the first result's lead: a first result far ahead of the
-second is picked, one level with it is a coin toss. A short request whose one word only
-one operation has still looks sure ("help" meets "helpful"): words cannot tell. So the confidence is the
-first score raised by its lead, ``(first + w * (first - second)) / (1 + w)``, in [0, 1]
-like the scores, and equal to the first score when nothing else matched.
+second is picked, one level with it is a coin toss. So the confidence is the first score
+raised by its lead, ``(first + w * (first - second)) / (1 + w)``, in [0, 1] like the
+scores, and equal to the first score when nothing else matched. A short request whose one
+word only one operation has still looks sure ("help" meets "helpful"): words cannot tell.
 
 ``w`` and the threshold an agent is told (under it, compare several cards) are chosen per
 ranker by leave-one-source-out (``evals/capability_scores.py``,
