@@ -203,6 +203,22 @@ def test_bytes_that_are_not_http_get_a_400_problem(served: Served, request_head:
     assert f"[{document['request_id']}] (unparsable request) -> 400 malformed_request" in served.stderr()
 
 
+@pytest.mark.parametrize("order", ["length first", "chunked first"])
+def test_a_request_framed_by_both_length_and_chunks_is_refused_and_nothing_behind_it_is_served(served: Served, order: str) -> None:
+    """A hostile pass: h11 read such a request by its chunks, answered it and then served the
+    request hidden in what a Content-Length proxy takes for its body. RFC 9112 (6.3)."""
+    framing = [b"Content-Length: 40\r\n", b"Transfer-Encoding: chunked\r\n"]
+    if order == "chunked first":
+        framing.reverse()
+    hidden = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+    smuggled = b"POST /v1/memory HTTP/1.1\r\nHost: x\r\n" + b"".join(framing) + b"\r\n0\r\n\r\n" + hidden
+    status, headers, body = raw_exchange(served.url, smuggled)
+    assert (status, headers["content-type"], headers["connection"]) == (400, "application/problem+json", "close")
+    assert b"HTTP/1.1" not in body  # the hidden request got no answer
+    document = httpx.Response(status, content=body).json()
+    assert document["code"] == "malformed_request" and "Content-Length and Transfer-Encoding" in document["detail"]
+
+
 def test_a_websocket_upgrade_is_an_ordinary_request_answered_as_a_problem(served: Served) -> None:
     """No route is a websocket: uvicorn's handshake refused such requests in plain text."""
     upgrade = b"GET /v1/memory HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, close\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\r\n"

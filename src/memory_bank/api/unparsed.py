@@ -80,9 +80,16 @@ class _HintedConnection(h11.Connection):
     should ignore and h11 refuses: a client that ends a body with an extra CRLF, as old
     browsers did, had its next request on the connection refused. At most a head's worth
     (:data:`REQUEST_HEAD_BYTES`) per request: past that h11 refuses them as before, so a
-    client cannot keep the server matching blank lines for the whole head deadline."""
+    client cannot keep the server matching blank lines for the whole head deadline.
+
+    And it refuses a request framed twice, by Content-Length and Transfer-Encoding, which h11
+    reads by the latter and keeps the connection open after: RFC 9112 (6.3) calls such a
+    request a likely smuggling attempt, to be handled as an error, and a proxy in front that
+    frames by Content-Length would see the bytes of a hidden second request as this one's body."""
 
     refused_status = 400
+    #: Why the last request h11 could read was refused anyway, if it was.
+    refused_because: str | None = None
     #: Blank-line bytes skipped since the last request line.
     _skipped = 0
 
@@ -103,6 +110,14 @@ class _HintedConnection(h11.Connection):
             raise
         if isinstance(event, h11.Request):
             self._skipped = 0
+            names = {name for name, _ in event.headers}
+            if b"content-length" in names and b"transfer-encoding" in names:
+                self.refused_because = (
+                    "The request gives both Content-Length and Transfer-Encoding; its body's length must be "
+                    "stated one way only (RFC 9112, 6.3): send Content-Length for a body sent whole, "
+                    "or Transfer-Encoding: chunked alone."
+                )
+                raise h11.RemoteProtocolError(self.refused_because, error_status_hint=400)
         return event
 
     def waits_for_nothing(self) -> bool:
@@ -324,6 +339,8 @@ class ProblemH11Protocol(H11Protocol):
             )
         if self._hinted.refused_status == 431:
             return head_too_large()
+        if self._hinted.refused_because is not None:
+            return MalformedRequest(self._hinted.refused_because)
         return MalformedRequest(
             "The request is not valid HTTP/1.1: its request line, a header line or its framing (Host, Content-Length, "
             "Transfer-Encoding) could not be read; send e.g. 'GET /v1/memory/search?q=... HTTP/1.1', 'Host: ...' and a blank line."
