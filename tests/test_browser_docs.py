@@ -207,6 +207,24 @@ def test_try_it_out_pre_fills_post_memory_with_the_spec_example_and_running_it_s
     screenshot(operation, "docs-post-memory-example.png")
 
 
+def test_try_it_out_sends_import_memories_example_as_json_lines_and_running_it_imports_it(page: Page, site: Site) -> None:
+    """Swagger UI reads a media type that says "json" as JSON and quoted the JSON-lines example
+    as one JSON string: the import refused its own example (a new user's pass)."""
+    example = SPEC["paths"]["/v1/memory/import"]["post"]["requestBody"]["content"]["application/x-ndjson"]["example"]
+    page.goto("/docs")
+    authorize(page, site.token)
+
+    operation = try_it_out(page, "Transfer", "importMemories")
+    body = operation.locator("textarea.body-param__text")
+    expect(body).to_have_value(example)
+    operation.locator("button.execute").click()
+
+    live = operation.locator(".live-responses-table")
+    expect(live.locator("tbody .response-col_status")).to_have_text("200")
+    expect(live.locator("tbody .response-col_description")).to_contain_text('"imported": 1')
+    screenshot(operation, "docs-import-example.png")
+
+
 def test_try_it_out_pre_fills_path_parameters_with_the_spec_examples(page: Page) -> None:
     page.goto("/docs")
     for tag, operation_id, name, example in (
