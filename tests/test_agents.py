@@ -139,3 +139,12 @@ def test_cli_token_create_registers_the_named_agent_and_says_so_when_it_is_new(r
     assert run_cli("agent", "list", "--org", "acme")[1].split("\t")[:3] == ["laptop", "laptop", "active"]
     code, _, err = run_cli("token", "create", "--org", "acme", "--user", "bo", "--agent", "laptop", "--permissions", "memory:read")
     assert code == 0 and "was new" not in err
+
+
+def test_cli_token_create_for_an_agent_s_name_exits_2_naming_its_id(run_cli) -> None:
+    """``agent create --name ci-bot`` prints a random id; ``--agent ci-bot`` registered a second
+    agent of that name (a new user's pass)."""
+    agent_id = run_cli("agent", "create", "--org", "acme", "--name", "ci-bot")[1].strip()
+    code, out, err = run_cli("token", "create", "--org", "acme", "--user", "ci", "--agent", "ci-bot", "--permissions", "memory:read")
+    assert (code, out) == (2, "") and f"use '{agent_id}'" in " ".join(err.split())
+    assert [line.split("\t")[0] for line in run_cli("agent", "list", "--org", "acme")[1].splitlines()] == [agent_id]

@@ -149,6 +149,21 @@ def test_an_admin_deactivates_and_reactivates_an_agent_and_writes_follow(admin: 
     assert client.post("/v1/memory", json={"content": "two"}, headers=writer).status_code == 201
 
 
+def test_a_token_for_an_agent_s_name_instead_of_its_id_is_422_naming_the_id(admin: TestClient) -> None:
+    """``createAgent`` answers a random id; a token minted for the agent's name registered a second
+    agent of that name and acted as it, untouched by deactivating the first (a new user's pass).
+    A new id that is no agent's name is still registered."""
+    agent_id = admin.post("/v1/admin/agents", json={"name": "ci-bot"}).json()["id"]
+    refused = admin.post("/v1/admin/tokens", json={"name": "ci", "permissions": ["memory:read"], "agent_id": "ci-bot"})
+    assert (refused.status_code, refused.json()["code"]) == (422, "invalid_params")
+    assert agent_id in refused.json()["detail"] and refused.json()["errors"][0]["field"] == "/body/agent_id"
+    assert [a["name"] for a in admin.get("/v1/admin/agents").json()["items"]].count("ci-bot") == 1
+
+    by_id = admin.post("/v1/admin/tokens", json={"name": "ci", "permissions": ["memory:read"], "agent_id": agent_id})
+    new = admin.post("/v1/admin/tokens", json={"name": "nightly", "permissions": ["memory:read"], "agent_id": "nightly"})
+    assert (by_id.status_code, new.status_code) == (201, 201)
+
+
 def test_over_mcp_an_admin_reads_tokens_and_agents_but_cannot_mint_rotate_or_revoke(
     app: FastAPI, settings: Settings, make_token: Any
 ) -> None:

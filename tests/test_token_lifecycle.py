@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 from memory_bank.errors import Conflict, Unauthorized
 from memory_bank.security.tokens import LAST_USED_RESOLUTION, digest
 from memory_bank.store import migrations
-from memory_bank.store.agents import AgentDeactivated, AgentStore
+from memory_bank.store.agents import UnusableAgent, AgentStore
 from memory_bank.store.database import create_schema
 from memory_bank.store.tables import TokenRow
 from memory_bank.store.tokens import TokenStore
@@ -114,7 +114,7 @@ def test_tokens_minted_at_once_for_one_new_agent_all_work_and_register_it_once(e
     agents = AgentStore(engine)
     assert [agent.id for agent in agents.page("acme", limit=10)[0]] == ["night-shift"]
     agents.deactivate("night-shift", "acme")
-    with pytest.raises(AgentDeactivated):
+    with pytest.raises(UnusableAgent):
         tokens.create("acme", "ann", "night-shift", READ)
 
 

@@ -583,7 +583,11 @@ class TokenCreate(BaseModel):
     )
     agent_id: OwnerId | None = Field(
         default=None,
-        description=("The agent the token acts as, registered if new; none when left out."),
+        description=(
+            "The agent the token acts as, by id, registered if new (an "
+            "id that is another agent's name is refused); none when left "
+            "out."
+        ),
         exclude_if=_omit_none,
     )
     expires_in_seconds: JsonInt | None = Field(

@@ -19,7 +19,7 @@ from memory_bank.generated import models
 from memory_bank.handlers.convert import to_model
 from memory_bank.reply import Reply
 from memory_bank.security.principal import Principal, check_owner_id
-from memory_bank.store.agents import AgentDeactivated, AgentStore
+from memory_bank.store.agents import UnusableAgent, AgentStore
 from memory_bank.store.columns import utcnow
 from memory_bank.store.tables import AgentRow, TokenRow
 from memory_bank.store.tokens import TokenStore
@@ -99,7 +99,7 @@ class AdminHandlers:
                 name=body.name,
                 expires_at=expires_at,
             )
-        except AgentDeactivated as exc:
+        except UnusableAgent as exc:
             raise InvalidInput(str(exc), [FieldError("/body/agent_id", "value", str(exc))]) from None
         except ValueError as exc:  # the caller's own org or user id, minted under older id rules
             raise InvalidInput(str(exc)) from None

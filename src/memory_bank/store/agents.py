@@ -33,18 +33,30 @@ from memory_bank.store.tables import AgentRow
 _IN_CHUNK = 500
 
 
-class AgentDeactivated(ValueError):
-    """A token was asked for an agent that is deactivated: it could never write."""
+class UnusableAgent(ValueError):
+    """A token was asked for an agent it should not act as: a deactivated one (the token
+    could never write), or a new id that is another agent's name."""
 
 
 def register_for_token(session: Session, org_id: str, agent_id: str | None) -> None:
     """Make sure a token's agent exists in its org, inside the token's own transaction.
 
-    Raises ``AgentDeactivated`` for a deactivated agent: a token for it could never write.
+    Raises ``UnusableAgent`` for a deactivated agent, and for a new id that an agent of the
+    org has as its name: ``agent create --name ci-bot`` answers a random id, and a token
+    then minted for ``ci-bot`` would register a second agent and act as it, untouched by
+    deactivating the first (a new user's pass).
     """
     if agent_id is None:
         return
     if session.get(AgentRow, (org_id, agent_id)) is None:
+        named = session.execute(
+            sa.select(col(AgentRow.id)).where(col(AgentRow.org_id) == org_id, col(AgentRow.name) == agent_id).limit(1)
+        ).scalar_one_or_none()
+        if named is not None:
+            raise UnusableAgent(
+                f"no agent of org {org_id!r} has the id {agent_id!r}, but agent {named!r} is named so; "
+                f"a token names its agent by id: use {named!r}"
+            )
         try:
             with session.begin_nested():  # tokens minted at once for one new agent: one insert wins
                 session.add(AgentRow(org_id=org_id, id=agent_id, name=agent_id))
@@ -55,7 +67,7 @@ def register_for_token(session: Session, org_id: str, agent_id: str | None) -> N
         sa.select(col(AgentRow.active)).where(col(AgentRow.org_id) == org_id, col(AgentRow.id) == agent_id).with_for_update(read=True)
     ).scalar_one()
     if not active:
-        raise AgentDeactivated(f"agent {agent_id!r} is deactivated in org {org_id!r}")
+        raise UnusableAgent(f"agent {agent_id!r} is deactivated in org {org_id!r}")
 
 
 @contextmanager
