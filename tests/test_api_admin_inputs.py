@@ -85,6 +85,8 @@ def test_an_id_with_an_invisible_or_lookalike_character_is_422_naming_the_field(
     assert response.status_code == 422, response.text
     assert response.json()["code"] == "invalid_params"
     assert fields(response) == [(f"/body/{field}", "pattern")]
+    message = response.json()["errors"][0]["message"]
+    assert "pattern" not in message and ("invisible" in message or "NFKC" in message)  # said in words, not the regex
     assert admin.get("/v1/admin/agents").json()["items"] == []  # nothing was registered
 
 
