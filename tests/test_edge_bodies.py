@@ -287,7 +287,7 @@ def test_rest_and_mcp_give_an_unknown_body_field_the_same_did_you_mean(
     assert rest_hints == mcp_hints and f"/body/{name}" in rest_hints
 
 
-HALF_OF_A_PAIR = "a string holds half a UTF-16 surrogate pair (\\ud800) without the other half"
+HALF_OF_A_PAIR = "a string holds half a UTF-16 surrogate pair (an escape \\ud800 to \\udfff) without the other half"
 
 
 @pytest.mark.parametrize("escapes", ["\\ud800", "\\ud800 x", "\\ud800\\u0041", "\\udbff\\ud800", "\\udc00", "\\udfff\\udc00"])

@@ -132,7 +132,7 @@ def test_stdio_refuses_an_expired_token_saying_so(stdio_env: dict[str, str]) -> 
 @pytest.mark.parametrize(
     ("line", "reason"),
     [
-        (b'"\\ud800"', "a string holds half a UTF-16 surrogate pair (\\ud800) without the other half (a pair: \\ud83d\\ude00) (at line 1 column 8)"),
+        (b'"\\ud800"', "a string holds half a UTF-16 surrogate pair (an escape \\ud800 to \\udfff) without the other half (a pair: \\ud83d\\ude00) (at line 1 column 8)"),
         (b"[" * 500 + b"]" * 500, "arrays and objects are nested deeper than the parser reads (at line 1 column 202)"),
         (b"1" * 5000, "a number has more digits than the parser reads"),
         (b"{not json", "key must be a string at line 1 column 2"),

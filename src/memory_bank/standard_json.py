@@ -17,8 +17,8 @@ from typing import Any, NoReturn
 NOT_FINITE = "NaN, Infinity and -Infinity are not JSON numbers (RFC 8259), nor is one past a double's range such as 1e400"
 
 
-#: What half a surrogate pair is called, whichever half jiter names.
-_UNPAIRED = "a string holds half a UTF-16 surrogate pair (\\ud800) without the other half (a pair: \\ud83d\\ude00)"
+#: What half a surrogate pair is called, whichever half jiter names (it does not say which escape).
+_UNPAIRED = "a string holds half a UTF-16 surrogate pair (an escape \\ud800 to \\udfff) without the other half (a pair: \\ud83d\\ude00)"
 #: Parser faults (pydantic's jiter words them) put plainly: jiter calls a lone low
 #: surrogate "leading" and a lone high one "unexpected end of hex escape".
 _PLAIN_FAULTS = (

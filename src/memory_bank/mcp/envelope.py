@@ -61,7 +61,8 @@ UNSUPPORTED_VERSION = (
     f"send one of {', '.join(PROTOCOL_VERSIONS)} (the one initialize agreed on)"
 )
 
-#: The longest parser reason a ``-32700`` quotes.
+#: The most of the parser's own words a ``-32700`` quotes (cut before they are put plainly,
+#: so the position a plain reason ends with is never cut off).
 _MAX_REASON = 120
 
 
@@ -86,8 +87,7 @@ class EnvelopeError(Exception):
 
 def parse_error(reason: str) -> EnvelopeError:
     """``-32700`` saying why: the parser's ``reason``, put plainly where the body was JSON all the same."""
-    reason = plain_fault(reason.strip() or "unreadable")
-    return EnvelopeError(PARSE_ERROR, f"{NOT_JSON}: {reason[:_MAX_REASON]}")
+    return EnvelopeError(PARSE_ERROR, f"{NOT_JSON}: {plain_fault(reason.strip()[:_MAX_REASON] or 'unreadable')}")
 
 
 def not_finite() -> EnvelopeError:
