@@ -24,6 +24,7 @@ from memory_bank.errors import FieldError, InvalidInput, PayloadTooLarge, field_
 from memory_bank.generated import models
 from memory_bank.store.importer import Record, invalid_lines, line_error
 from memory_bank.store.tables import MemoryRow
+from memory_bank.store.tags import with_tag_set
 
 #: Rows fetched per database round trip while streaming an export.
 EXPORT_BATCH = 500
@@ -87,7 +88,7 @@ def _parse_line(number: int, line: str) -> Record:
     error = _standard_error(number, line)
     if error is not None:
         raise _NotStandardLine(error)
-    fields = memory.model_dump(exclude_none=True)
+    fields = with_tag_set(memory.model_dump(exclude_none=True))
     models.MemoryCreate.model_validate({k: fields[k] for k in _WRITABLE if k in fields})
     fields.update((name, _in_utc(name, fields[name])) for name in _TIMESTAMPS if name in fields)
     return Record(number, fields)

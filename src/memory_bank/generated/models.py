@@ -135,7 +135,11 @@ Tag = Annotated[
             "\U000e0000-\U000e0fff]"
         ),
         description=(
-            "A label of at least one visible character, as Content asks (the same pattern)."
+            "A label of at least one visible character, as Content asks "
+            "(the same pattern). Kept in Unicode NFC and once per "
+            'memory, so every spelling of one label ("café" as é or as e '
+            "and an accent) is one tag, and a filter by any of them "
+            "finds it; case is kept."
         ),
     ),
 ]

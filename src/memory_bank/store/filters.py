@@ -16,6 +16,7 @@ from sqlmodel import col
 from memory_bank.security.principal import Principal
 from memory_bank.store.search.backend import SearchBackend
 from memory_bank.store.tables import MemoryRow
+from memory_bank.store.tags import tag_set
 
 
 def visible_to(principal: Principal) -> ColumnElement[bool]:
@@ -82,7 +83,7 @@ class MemoryFilter:
 
     def clauses(self, principal: Principal, search: SearchBackend) -> list[ColumnElement[bool]]:
         where = [visible_to(principal), not_deleted() if self.include_superseded else current()]
-        where += [search.has_tag(tag) for tag in dict.fromkeys(self.tags)]
+        where += [search.has_tag(tag) for tag in tag_set(self.tags)]
         if self.category is not None:
             where.append(col(MemoryRow.category) == self.category)
         if self.project_id is not None:

@@ -53,6 +53,7 @@ from memory_bank.store.search.pipeline import MemorySearch
 from memory_bank.store.search.postings import OwnerPostings
 from memory_bank.store.search.semantic import Reader
 from memory_bank.store.tables import FeedbackRow, MemoryRow
+from memory_bank.store.tags import with_tag_set
 from memory_bank.textsearch.embeddings import Embedder
 
 log = logging.getLogger(__name__)
@@ -124,7 +125,7 @@ class MemoryStore:
         holds it read, in a transaction of its own. A new save, the common case, is
         one statement; a lookup first cost every save a round trip to spare replays one.
         """
-        values = {k: v for k, v in fields.items() if k != "agent_id"}
+        values = with_tag_set({k: v for k, v in fields.items() if k != "agent_id"})
         agent = principal.agent_id or fields.get("agent_id")
         key = (
             header_key(principal.org_id, principal.user_id, idempotency_key)
@@ -285,7 +286,7 @@ class MemoryStore:
                 raise _superseded(session, head, "patch")
             if expected_version is not None and expected_version != head.version:
                 raise Conflict(f"expected version {expected_version}, but the current version is {head.version}")
-            values = {name: getattr(head, name) for name in VERSIONED_FIELDS} | dict(changes)
+            values = {name: getattr(head, name) for name in VERSIONED_FIELDS} | with_tag_set(changes)
             if _repeats(head, values, principal.agent_id):
                 return head
             successor = self._supersede(session, principal, principal.agent_id, head, values)
@@ -389,7 +390,7 @@ class MemoryStore:
         A put is a whole value: fields left out take their defaults, not the old
         value's. Putting the value already there writes nothing and returns it.
         """
-        values = {k: v for k, v in fields.items() if k != "agent_id"} | {"keypath": keypath}
+        values = with_tag_set({k: v for k, v in fields.items() if k != "agent_id"}) | {"keypath": keypath}
         agent = principal.agent_id or fields.get("agent_id")
         attempts = PUT_ATTEMPTS
         while True:

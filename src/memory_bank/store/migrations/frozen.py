@@ -84,3 +84,22 @@ def clear_search_text(stale: Callable[[list[Any]], bool]) -> None:
         if cleared:
             connection.execute(_MEMORY.update().where(_MEMORY.c.pk == sa.bindparam("row_pk")).values(search_text=None), cleared)
         after = rows[-1][0]
+
+
+def rewrite_tags(rewritten: Callable[[list[Any]], list[Any]]) -> None:
+    """Give every memory row whose tags (a list) ``rewritten`` changes those tags, in batches, and
+    clear its search text; the start-up backfill writes it anew. Its vector stays."""
+    connection = op.get_bind()
+    after = 0
+    while rows := connection.execute(
+        sa.select(_MEMORY.c.pk, _MEMORY.c.tags).where(_MEMORY.c.pk > after).order_by(_MEMORY.c.pk).limit(_BATCH)
+    ).all():
+        changed = [{"row_pk": pk, "kept": kept} for pk, tags in rows if isinstance(tags, list) and (kept := rewritten(tags)) != tags]
+        if changed:
+            connection.execute(
+                _MEMORY.update()
+                .where(_MEMORY.c.pk == sa.bindparam("row_pk"))
+                .values(tags=sa.bindparam("kept", type_=sa.JSON()), search_text=None),
+                changed,
+            )
+        after = rows[-1][0]

@@ -22,20 +22,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import sqlalchemy as sa
-from alembic import op
-
-from memory_bank.store.migrations.frozen import BLANK_TAG_CHARACTERS
+from memory_bank.store.migrations.frozen import BLANK_TAG_CHARACTERS, rewrite_tags
 
 revision = "0007"
 down_revision = "0006"
 branch_labels = None
 depends_on = None
 
-#: Rows read and rewritten per round trip.
-_BATCH = 1000
 _BLANK = re.compile(f"[{BLANK_TAG_CHARACTERS}]*")
-_MEMORY = sa.table("memory", sa.column("pk", sa.BigInteger()), sa.column("tags", sa.JSON()), sa.column("search_text"))
 
 
 def _kept(tags: Any) -> list[Any]:
@@ -43,20 +37,7 @@ def _kept(tags: Any) -> list[Any]:
 
 
 def upgrade() -> None:
-    connection = op.get_bind()
-    after = 0
-    while rows := connection.execute(
-        sa.select(_MEMORY.c.pk, _MEMORY.c.tags).where(_MEMORY.c.pk > after).order_by(_MEMORY.c.pk).limit(_BATCH)
-    ).all():
-        changed = [{"row_pk": pk, "kept": kept} for pk, tags in rows if isinstance(tags, list) and (kept := _kept(tags)) != tags]
-        if changed:
-            connection.execute(
-                _MEMORY.update()
-                .where(_MEMORY.c.pk == sa.bindparam("row_pk"))
-                .values(tags=sa.bindparam("kept", type_=sa.JSON()), search_text=None),
-                changed,
-            )
-        after = rows[-1][0]
+    rewrite_tags(_kept)
 
 
 def downgrade() -> None:
