@@ -193,15 +193,19 @@ def transaction(
     handed back to handlers after the session is gone. A write with ``wait=False`` is
     ``DatabaseBusy`` at once where another holds SQLite's write lock, instead of waiting
     for it: bookkeeping that a read does on the way must not make the read wait on writers.
-    ``read_committed`` runs it at READ COMMITTED on MySQL/MariaDB (set before its first
-    statement, the only time it can be); SQLite's transactions are serializable either way.
+    ``read_committed`` runs it at READ COMMITTED on MySQL/MariaDB, for this transaction only
+    (``SET TRANSACTION`` before its first statement, the only time it can be); SQLite's
+    transactions are serializable either way. Not SQLAlchemy's ``isolation_level`` option: that
+    sets the session's level and puts it back as the connection returns to the pool, and on a
+    connection lost just after COMMIT the putting back raised the driver's own error, a 500
+    for a write that was stored (a hostile pass).
     """
     bind = engine.execution_options(**{_WRITE: True, _NO_WAIT: not wait}) if write else engine
     queue = writer_queue(engine, SQLITE_WRITE_QUEUE_SECONDS if wait else 0) if write else nullcontext()
     try:
         with queue, Session(bind, expire_on_commit=False) as session, session.begin():
             if read_committed and engine.dialect.name == "mysql":
-                session.connection(execution_options={"isolation_level": "READ COMMITTED"})
+                session.execute(sa.text("SET TRANSACTION ISOLATION LEVEL READ COMMITTED"))
             yield session
             changes.write(session)  # last before COMMIT: see store.search.changes
     except DBAPIError as exc:
