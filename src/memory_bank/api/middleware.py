@@ -77,14 +77,17 @@ class RequestHeadLimit:
 
     h11 refuses such a head only while it is still arriving (``api.unparsed``): one that
     came in a single read reached the app whatever its size, so a 60 KB header got a 401
-    from curl and a 431 over a slow link. Counted as h11 counts them, on the wire."""
+    from curl and a 431 over a slow link. Counted as h11 counts them, on the wire, and
+    answered as h11's refusal is, closing the connection."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and head_bytes(scope) > REQUEST_HEAD_BYTES:
-            await problem_response(Request(scope), head_too_large())(scope, receive, send)
+            refusal = problem_response(Request(scope), head_too_large())
+            refusal.headers["connection"] = "close"
+            await refusal(scope, receive, send)
             return
         await self.app(scope, receive, send)
 

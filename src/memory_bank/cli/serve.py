@@ -12,6 +12,7 @@ first search trains on the event loop while other requests wait.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import time
@@ -116,6 +117,16 @@ def serve(
     # Logging is the app's (create_app configured it): uvicorn must not install its own.
     # No websocket route exists: without ws="none", any request with "Upgrade: websocket" met
     # uvicorn's websocket handshake, which refuses in plain text.
+    # An idle connection is kept as long as a next request's head may take (the protocol's own
+    # deadline closes it then): uvicorn's 5 s equals httpx's pool expiry (the MCP Python SDK's
+    # client), and a request sent on a connection the server was closing met a reset.
     protocol = problem_protocol(config.request_timeout_seconds, app.state.metrics)
-    server = uvicorn.Config(app, log_config=None, http=protocol, ws="none", h11_max_incomplete_event_size=REQUEST_HEAD_BYTES)
+    server = uvicorn.Config(
+        app,
+        log_config=None,
+        http=protocol,
+        ws="none",
+        h11_max_incomplete_event_size=REQUEST_HEAD_BYTES,
+        timeout_keep_alive=math.ceil(config.request_timeout_seconds),
+    )
     uvicorn.Server(server).run(sockets=[listener])
