@@ -9,6 +9,8 @@ HEAD is a GET whose body is dropped, so it is authenticated and charged like one
 
 from __future__ import annotations
 
+import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -148,3 +150,19 @@ def test_a_real_server_answers_head_and_keeps_the_connection(tmp_path: Path) -> 
     assert head.headers["content-length"] == get.headers["content-length"] == str(len(get.content))
     assert export.status_code == 200 and export.content == b""
     assert after.json() == last.json() == {"status": "ok"}
+
+
+def test_head_of_an_export_ends_with_its_head_and_is_logged_whole(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """``curl -I`` closes once it has the head; the export streamed on, was cut, and its access line
+    said ERROR "aborted before the response was complete" (a new user's pass)."""
+    with caplog.at_level("INFO", logger="memory_bank.access"), live_server(tmp_path) as server:
+        token = server.token()
+        for n in range(50):
+            httpx.post(f"{server.url}/v1/memory", json={"content": f"fact {n} to export"}, headers={"Authorization": f"Bearer {token}"})
+        host, port = server.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as connection:
+            connection.sendall(f"HEAD /v1/memory/export HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
+            assert connection.recv(65536).startswith(b"HTTP/1.1 200")
+        time.sleep(0.5)
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records if r.getMessage().startswith("HEAD /v1/memory/export")]
+    assert len(lines) == 1 and lines[0][0] == "INFO" and "aborted" not in lines[0][1], lines

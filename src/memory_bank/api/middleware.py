@@ -110,9 +110,12 @@ class HeadAsGet:
     routes answered it 405. Rather than a HEAD method on every route, the request is
     routed and answered as the GET it stands for, so it meets the same token check and
     is charged to the same budget (it costs what the GET costs: the GET runs), and its
-    body is dropped here, whatever the server would do. The method is HEAD again once
-    answered, so the layers outside (the access log, the call record) report what came in.
-    A path without GET stays 405, its ``Allow`` naming HEAD wherever it names GET.
+    body is dropped here, whatever the server would do. The answer ends with its head:
+    a streamed GET (an export) stops there, as the server then tells it the client is
+    gone, where it had streamed on and been logged as cut short when ``curl -I`` closed.
+    The method is HEAD again once answered, so the layers outside (the access log, the
+    call record) report what came in. A path without GET stays 405, its ``Allow`` naming
+    HEAD wherever it names GET.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -122,14 +125,9 @@ class HeadAsGet:
         if scope["type"] != "http" or scope["method"] != "HEAD":
             await self.app(scope, receive, send)
             return
-        ended = False
-
         async def without_body(message: Message) -> None:
-            nonlocal ended
-            if message["type"] != "http.response.body":
+            if message["type"] == "http.response.start":
                 await send(message)
-            elif not message.get("more_body", False) and not ended:
-                ended = True
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
 
         scope["method"] = "GET"
