@@ -117,7 +117,9 @@ def test_patch_conflicts(ann: TestClient) -> None:
 
 def test_patch_errors(ann: TestClient) -> None:
     v1 = save(ann, "a")
-    assert ann.patch(f"/v1/memory/{v1['id']}", json={}).status_code == 422
+    empty = ann.patch(f"/v1/memory/{v1['id']}", json={})
+    assert empty.status_code == 422  # told what it may send, not pydantic's "Value error, ... field(s)"
+    assert empty.json()["errors"][0]["message"].startswith("send at least one field of: content, tags,")
     assert ann.patch(f"/v1/memory/{v1['id']}", json={"scope": "org"}).status_code == 422
     assert ann.patch(f"/v1/memory/{v1['id']}", json={"content": "x" * 8001}).status_code == 422
     assert ann.patch(f"/v1/memory/{MISSING}", json={"content": "b"}).status_code == 404

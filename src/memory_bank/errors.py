@@ -91,6 +91,8 @@ def field_errors(errors: Sequence[dict[str, Any]]) -> list[FieldError]:
             message = pattern_message((error.get("ctx") or {}).get("pattern")) or message
         elif kind == "json_invalid":
             message = f"Invalid JSON: {plain_fault(str((error.get('ctx') or {}).get('error', message)))}"
+        elif kind == "value_error":
+            message = message.removeprefix("Value error, ")  # pydantic's prefix to a validator's own words
         found.append(FieldError(json_pointer(error.get("loc", ())), rule, message))
     return found
 

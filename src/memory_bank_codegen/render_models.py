@@ -195,13 +195,15 @@ def _field_args(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _min_properties_validator(minimum: int) -> list[str]:
+    """``minProperties`` as a check that names what may be sent (``PATCH {}`` was told "send at least 1 field(s)")."""
+    wanted = "one field" if minimum == 1 else f"{minimum} fields"
     return [
         "",
         '    @model_validator(mode="before")',
         "    @classmethod",
         "    def _min_properties(cls, data: Any) -> Any:",
         f"        if isinstance(data, dict) and len(data) < {minimum}:",
-        f'            raise ValueError("send at least {minimum} field(s)")',
+        f'            raise ValueError("send at least {wanted} of: " + ", ".join(f.alias or n for n, f in cls.model_fields.items()))',
         "        return data",
     ]
 

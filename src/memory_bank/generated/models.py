@@ -271,7 +271,10 @@ class MemoryPatch(BaseModel):
     @classmethod
     def _min_properties(cls, data: Any) -> Any:
         if isinstance(data, dict) and len(data) < 1:
-            raise ValueError("send at least 1 field(s)")
+            raise ValueError(
+                "send at least one field of: "
+                + ", ".join(f.alias or n for n, f in cls.model_fields.items())
+            )
         return data
 
 
