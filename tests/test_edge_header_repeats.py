@@ -68,6 +68,7 @@ def test_an_idempotency_key_outside_printable_ascii_is_refused_over_rest_as_over
     answer = writer.post("/v1/memory", content=BODY, headers=[(b"Content-Type", b"application/json"), (b"Idempotency-Key", key)])
     assert answer.status_code == 422, answer.text
     assert [(e["field"], e["rule"]) for e in answer.json()["errors"]] == [("/header/Idempotency-Key", "pattern")]
+    assert answer.json()["errors"][0]["message"].startswith("must be printable ASCII")  # not the regex
 
 
 def test_a_printable_key_with_spaces_is_taken(make_client: MakeClient) -> None:
