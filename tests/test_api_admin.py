@@ -149,13 +149,13 @@ def test_an_admin_deactivates_and_reactivates_an_agent_and_writes_follow(admin: 
     assert client.post("/v1/memory", json={"content": "two"}, headers=writer).status_code == 201
 
 
-def test_a_token_for_an_agent_s_name_instead_of_its_id_is_422_naming_the_id(admin: TestClient) -> None:
+def test_a_token_for_an_agent_s_name_instead_of_its_id_is_409_naming_the_id(admin: TestClient) -> None:
     """``createAgent`` answers a random id; a token minted for the agent's name registered a second
     agent of that name and acted as it, untouched by deactivating the first (a new user's pass).
     A new id that is no agent's name is still registered."""
     agent_id = admin.post("/v1/admin/agents", json={"name": "ci-bot"}).json()["id"]
     refused = admin.post("/v1/admin/tokens", json={"name": "ci", "permissions": ["memory:read"], "agent_id": "ci-bot"})
-    assert (refused.status_code, refused.json()["code"]) == (422, "invalid_params")
+    assert (refused.status_code, refused.json()["code"]) == (409, "conflict")  # schema-valid: a clash with that agent
     assert agent_id in refused.json()["detail"] and refused.json()["errors"][0]["field"] == "/body/agent_id"
     assert [a["name"] for a in admin.get("/v1/admin/agents").json()["items"]].count("ci-bot") == 1
 

@@ -592,7 +592,7 @@ class TokenCreate(BaseModel):
         default=None,
         description=(
             "The agent the token acts as, by id, registered if new (an "
-            "id that is another agent's name is refused); none when left "
+            "id that is another agent's name is a 409); none when left "
             "out."
         ),
         exclude_if=_omit_none,

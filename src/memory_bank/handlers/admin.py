@@ -14,12 +14,12 @@ from functools import partial
 
 from starlette.concurrency import run_in_threadpool
 
-from memory_bank.errors import FieldError, InvalidInput, NotFound, PermissionDenied, fields_from
+from memory_bank.errors import Conflict, FieldError, InvalidInput, NotFound, PermissionDenied, fields_from
 from memory_bank.generated import models
 from memory_bank.handlers.convert import to_model
 from memory_bank.reply import Reply
 from memory_bank.security.principal import Principal, check_owner_id
-from memory_bank.store.agents import UnusableAgent, AgentStore
+from memory_bank.store.agents import AgentIdIsAName, AgentStore, UnusableAgent
 from memory_bank.store.columns import utcnow
 from memory_bank.store.tables import AgentRow, TokenRow
 from memory_bank.store.tokens import TokenStore
@@ -99,6 +99,8 @@ class AdminHandlers:
                 name=body.name,
                 expires_at=expires_at,
             )
+        except AgentIdIsAName as exc:
+            raise Conflict(str(exc), [FieldError("/body/agent_id", "value", str(exc))]) from None
         except UnusableAgent as exc:
             raise InvalidInput(str(exc), [FieldError("/body/agent_id", "value", str(exc))]) from None
         except ValueError as exc:  # the caller's own org or user id, minted under older id rules

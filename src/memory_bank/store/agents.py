@@ -35,7 +35,12 @@ _IN_CHUNK = 500
 
 class UnusableAgent(ValueError):
     """A token was asked for an agent it should not act as: a deactivated one (the token
-    could never write), or a new id that is another agent's name."""
+    could never write), or a new id that is another agent's name (:class:`AgentIdIsAName`)."""
+
+
+class AgentIdIsAName(UnusableAgent):
+    """A new agent id that another agent of the org has as its name: a conflict with that
+    agent, not a malformed id, so the API answers 409."""
 
 
 def register_for_token(session: Session, org_id: str, agent_id: str | None) -> None:
@@ -53,7 +58,7 @@ def register_for_token(session: Session, org_id: str, agent_id: str | None) -> N
             sa.select(col(AgentRow.id)).where(col(AgentRow.org_id) == org_id, col(AgentRow.name) == agent_id).limit(1)
         ).scalar_one_or_none()
         if named is not None:
-            raise UnusableAgent(
+            raise AgentIdIsAName(
                 f"no agent of org {org_id!r} has the id {agent_id!r}, but agent {named!r} is named so; "
                 f"a token names its agent by id: use {named!r}"
             )
