@@ -14,7 +14,7 @@ FULLTEXT index matches words by that collation.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -60,9 +60,9 @@ BLANK_TAG_CHARACTERS = (
 )
 
 
-#: Rows read and rewritten per round trip by :func:`clear_search_text`.
+#: Rows read and rewritten per round trip by :func:`clear_search_text` and :func:`rewrite_tags`.
 _BATCH = 1000
-#: The columns of ``memory`` that :func:`clear_search_text` reads and writes.
+#: The columns of ``memory`` that they read and write.
 _MEMORY = sa.table(
     "memory",
     sa.column("pk", sa.BigInteger()),
@@ -73,27 +73,29 @@ _MEMORY = sa.table(
 )
 
 
+def _memory_rows(connection: sa.Connection, *columns: sa.ColumnElement[Any]) -> Iterator[Sequence[Any]]:
+    """Every memory row's ``pk`` and ``columns``, :data:`_BATCH` rows at a time in ``pk`` order."""
+    after = 0
+    while rows := connection.execute(sa.select(_MEMORY.c.pk, *columns).where(_MEMORY.c.pk > after).order_by(_MEMORY.c.pk).limit(_BATCH)).all():
+        yield rows
+        after = rows[-1][0]
+
+
 def clear_search_text(stale: Callable[[list[Any]], bool]) -> None:
     """Clear the search text of every memory row whose ``[content, tags, contexts]`` is
     ``stale``, in batches; the start-up backfill writes it anew (and tells replicas)."""
     connection = op.get_bind()
-    columns = (_MEMORY.c.pk, _MEMORY.c.content, _MEMORY.c.tags, _MEMORY.c.contexts)
-    after = 0
-    while rows := connection.execute(sa.select(*columns).where(_MEMORY.c.pk > after).order_by(_MEMORY.c.pk).limit(_BATCH)).all():
+    for rows in _memory_rows(connection, _MEMORY.c.content, _MEMORY.c.tags, _MEMORY.c.contexts):
         cleared = [{"row_pk": pk} for pk, *searched in rows if stale(searched)]
         if cleared:
             connection.execute(_MEMORY.update().where(_MEMORY.c.pk == sa.bindparam("row_pk")).values(search_text=None), cleared)
-        after = rows[-1][0]
 
 
 def rewrite_tags(rewritten: Callable[[list[Any]], list[Any]]) -> None:
     """Give every memory row whose tags (a list) ``rewritten`` changes those tags, in batches, and
     clear its search text; the start-up backfill writes it anew. Its vector stays."""
     connection = op.get_bind()
-    after = 0
-    while rows := connection.execute(
-        sa.select(_MEMORY.c.pk, _MEMORY.c.tags).where(_MEMORY.c.pk > after).order_by(_MEMORY.c.pk).limit(_BATCH)
-    ).all():
+    for rows in _memory_rows(connection, _MEMORY.c.tags):
         changed = [{"row_pk": pk, "kept": kept} for pk, tags in rows if isinstance(tags, list) and (kept := rewritten(tags)) != tags]
         if changed:
             connection.execute(
@@ -102,4 +104,3 @@ def rewrite_tags(rewritten: Callable[[list[Any]], list[Any]]) -> None:
                 .values(tags=sa.bindparam("kept", type_=sa.JSON()), search_text=None),
                 changed,
             )
-        after = rows[-1][0]
