@@ -105,7 +105,7 @@ def test_ids_in_other_scripts_and_inner_spaces_are_still_ids(admin: TestClient) 
         assert response.json()["token"]["user_id"] == value
 
 
-@pytest.mark.parametrize("name", ["evil\u202etxt.exe", "a\u2066b"])
+@pytest.mark.parametrize("name", ["evil\u202etxt.exe", "a\u2066b", "ci\u200fbot", "a\u200eb", "x\u061cy"])
 def test_a_name_with_a_bidirectional_override_is_422(admin: TestClient, name: str) -> None:
     response = admin.post("/v1/admin/agents", json={"name": name})
     assert response.status_code == 422 and fields(response) == [("/body/name", "pattern")]
