@@ -160,11 +160,14 @@ def test_a_name_that_starts_visible_is_taken_whatever_follows(admin: TestClient,
     assert admin.post("/v1/admin/agents", json={"name": name}).status_code == 201
 
 
-def test_a_token_for_a_deactivated_agent_is_422_at_agent_id(admin: TestClient, engine: Engine) -> None:
+def test_a_token_for_a_deactivated_agent_is_403_at_agent_id(admin: TestClient, engine: Engine) -> None:
+    """403 ``permission_denied``, the design's answer for an inactive agent and what its writes get:
+    the request fits the schema, so it is not ``invalid_params``."""
     TokenStore(engine).create("acme", "ann", "laptop", ["memory:write"])
     assert admin.post("/v1/admin/agents/laptop/deactivate").status_code == 200
     response = admin.post("/v1/admin/tokens", json={"name": "x", "permissions": ["memory:write"], "agent_id": "laptop"})
-    assert response.status_code == 422 and fields(response) == [("/body/agent_id", "value")]
+    assert response.status_code == 403 and response.json()["code"] == "permission_denied", response.text
+    assert fields(response) == [("/body/agent_id", "value")] and "deactivated" in response.json()["detail"]
 
 
 def test_an_admin_token_of_a_deactivated_agent_cannot_change_tokens_or_agents(

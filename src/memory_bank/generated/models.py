@@ -593,8 +593,8 @@ class TokenCreate(BaseModel):
         default=None,
         description=(
             "The agent the token acts as, by id, registered if new (an "
-            "id that is another agent's name is a 409); none when left "
-            "out."
+            "id that is another agent's name is a 409, a deactivated "
+            "agent a 403); none when left out."
         ),
         exclude_if=_omit_none,
     )

@@ -101,8 +101,8 @@ class AdminHandlers:
             )
         except AgentIdIsAName as exc:
             raise Conflict(str(exc), [FieldError("/body/agent_id", "value", str(exc))]) from None
-        except UnusableAgent as exc:
-            raise InvalidInput(str(exc), [FieldError("/body/agent_id", "value", str(exc))]) from None
+        except UnusableAgent as exc:  # deactivated: the design's "agent inactive", as its writes are answered
+            raise PermissionDenied(str(exc), [FieldError("/body/agent_id", "value", str(exc))]) from None
         except ValueError as exc:  # the caller's own org or user id, minted under older id rules
             raise InvalidInput(str(exc)) from None
         return Reply(_secret(minted), 201)
