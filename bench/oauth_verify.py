@@ -92,8 +92,8 @@ def main() -> None:
         claims |= {"iat": now, "exp": now + 3600}
         tokens = {
             "mb_ token": app.state.tokens.create("acme", "ada", None, ["memory:read"])[0],
-            "JWT RS256": jwt.encode({"alg": "RS256", "kid": rsa.kid}, claims, rsa),
-            "JWT ES256": jwt.encode({"alg": "ES256", "kid": ec.kid}, claims, ec),
+            "JWT RS256": jwt.encode({"alg": "RS256", "kid": rsa.kid, "typ": "at+jwt"}, claims, rsa),
+            "JWT ES256": jwt.encode({"alg": "ES256", "kid": ec.kid, "typ": "at+jwt"}, claims, ec),
         }
         with TestClient(app) as client:
             portal = client.portal  # the app's own event loop, where its verifier runs

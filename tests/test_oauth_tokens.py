@@ -22,6 +22,7 @@ import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from joserfc import jwt
 from joserfc.jwk import RSAKey
 from pydantic import ValidationError
 from support.backends import free_port
@@ -100,6 +101,48 @@ def test_a_token_that_fails_a_check_is_invalid(
     change = {k: now + v if k in ("exp", "nbf") else v for k, v in change.items()}  # seconds from now
     claims = {k: v for k, v in (issuer.claims(MCP) | change).items() if v is not None}
     assert_invalid_token(save(client, issuer.sign(claims)))
+
+
+@pytest.mark.parametrize("typ", ["JWT", "dpop+jwt", "secevent+jwt", None])
+def test_a_jwt_that_is_not_typed_as_an_access_token_is_invalid(
+    client: TestClient, issuer: AuthorizationServerOnLoopback, typ: str | None
+) -> None:
+    """RFC 9068 4: an ID token, a DPoP proof or any other JWT the issuer signs for this
+    audience is not an access token, on REST and on /mcp alike."""
+    claims = issuer.claims(MCP)
+    untyped = {"alg": issuer.algorithm, "kid": issuer.signing_key.kid}
+    token = issuer.sign(claims, header={"typ": typ}) if typ else jwt.encode(untyped, claims, issuer.signing_key)
+    refused = save(client, token)
+    assert_invalid_token(refused)
+    assert "typ" in refused.json()["detail"] and "at+jwt" in refused.json()["detail"]
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    over_mcp = client.post("/mcp", json=listing, headers=bearer(token) | {"Accept": "application/json, text/event-stream"})
+    assert over_mcp.status_code == 401
+
+
+@pytest.mark.parametrize("typ", ["at+jwt", "AT+JWT", "application/at+jwt"])
+def test_an_access_token_typ_is_compared_as_rfc_7515_says(client: TestClient, issuer: AuthorizationServerOnLoopback, typ: str) -> None:
+    assert save(client, issuer.sign(issuer.claims(MCP), header={"typ": typ})).status_code == 201
+
+
+def test_an_operator_may_accept_a_provider_that_types_access_tokens_jwt(database_url: str, issuer: AuthorizationServerOnLoopback) -> None:
+    with app_for(database_url, issuer, oauth_token_types=["at+jwt", "JWT"]) as client:
+        assert save(client, issuer.sign(issuer.claims(MCP), header={"typ": "JWT"})).status_code == 201
+        assert_invalid_token(save(client, issuer.sign(issuer.claims(MCP), header={"typ": "dpop+jwt"})))
+    client.app.state.engine.dispose()
+
+
+@pytest.mark.parametrize(("value", "parsed"), [("at+jwt", ["at+jwt"]), ("application/AT+JWT, JWT", ["at+jwt", "jwt"])])
+def test_token_types_are_read_from_a_comma_separated_setting(value: str, parsed: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_BANK_OAUTH_TOKEN_TYPES", value)
+    assert ServiceSettings().oauth_token_types == parsed
+
+
+@pytest.mark.parametrize("value", ["", "at+jwt,,JWT", " "])
+def test_an_empty_token_type_is_refused_at_start(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_BANK_OAUTH_TOKEN_TYPES", value)
+    with pytest.raises(ValidationError, match="typ values without empty items"):
+        ServiceSettings()
 
 
 def test_a_token_expired_within_the_leeway_is_accepted(client: TestClient, issuer: AuthorizationServerOnLoopback) -> None:

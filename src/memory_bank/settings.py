@@ -104,6 +104,10 @@ class Settings(BaseSettings):
     #: An unknown ``kid`` refetches the JWKS at most this often, so a flood of made-up kids
     #: cannot hammer the authorization server.
     oauth_jwks_refresh_seconds: float = Field(default=30, ge=0)
+    #: The ``typ`` headers that mark a JWT as an access token (RFC 9068: ``at+jwt``), so that an
+    #: ID token or another JWT the issuer signs for this audience is not taken for one. Some
+    #: providers label access tokens ``JWT``; their operators add it here.
+    oauth_token_types: Annotated[list[str], NoDecode] = Field(default_factory=lambda: ["at+jwt"])
     #: Capability search fuses in the same model (capabilities.ranking.semantic): the hybrid.
     semantic_capabilities: bool = False
     #: MiB of vectors one process keeps for semantic search on MariaDB/MySQL (store.search.vector_cache).
@@ -189,6 +193,17 @@ class Settings(BaseSettings):
                 )
         return names
 
+    @field_validator("oauth_token_types", mode="before")
+    @classmethod
+    def _token_types(cls, value: Any) -> Any:
+        """Compared as RFC 7515 says ``typ`` is: without case and without ``application/``."""
+        names = [part.strip() for part in value.split(",")] if isinstance(value, str) else value
+        if isinstance(names, list):
+            if not names or not all(isinstance(name, str) and name for name in names):
+                raise ValueError("a comma-separated list of JWT typ values without empty items, e.g. at+jwt or at+jwt,JWT")
+            names = [jwt_type(name) for name in names]
+        return names
+
     @property
     def protected(self) -> bool:
         """True in the profiles that must fail closed rather than degrade."""
@@ -205,6 +220,11 @@ class Settings(BaseSettings):
         if "public_url" in self.model_fields_set:
             return self
         return self.model_copy(update={"public_url": f"http://{_reachable(host)}:{port}"})
+
+
+def jwt_type(typ: str) -> str:
+    """A JWT ``typ`` as compared (RFC 7515 4.1.9): lower case, ``application/`` dropped."""
+    return typ.lower().removeprefix("application/")
 
 
 def _reachable(host: str) -> str:

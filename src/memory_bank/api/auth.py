@@ -126,7 +126,7 @@ def challenge(public_url: str, *, error: str | None = None, scope: str | None = 
     return {"WWW-Authenticate": value}
 
 
-async def _principal_of(tokens: TokenStore, token: str, oauth: OAuthTokens | None = None) -> Principal:
+async def principal_of(tokens: TokenStore, token: str, oauth: OAuthTokens | None = None) -> Principal:
     """Whose bearer ``token`` is, or ``unauthorized`` saying what is wrong with it.
 
     The one token check of both doors: the REST routes and the MCP transport. A JWT goes to
@@ -146,7 +146,7 @@ async def _principal_of(tokens: TokenStore, token: str, oauth: OAuthTokens | Non
 
 
 async def challenged_principal(tokens: TokenStore, request: Request, oauth: OAuthTokens | None, public_url: str) -> Principal:
-    """Whose the request's bearer token is (``bearer_token``, ``_principal_of``; ``no_bearer_token`` says why
+    """Whose the request's bearer token is (``bearer_token``, ``principal_of``; ``no_bearer_token`` says why
     there is none), a refusal carrying the challenge a client discovers the authorization server by:
     ``invalid_token`` unless no bearer token was sent."""
     token: str | None = None
@@ -154,7 +154,7 @@ async def challenged_principal(tokens: TokenStore, request: Request, oauth: OAut
         token = bearer_token(request)
         if token is None:
             raise Unauthorized(no_bearer_token(request))
-        return await _principal_of(tokens, token, oauth)
+        return await principal_of(tokens, token, oauth)
     except Unauthorized as refused:
         sent = token is not None or len(request.headers.getlist("authorization")) > 1
         error = "invalid_token" if sent else None

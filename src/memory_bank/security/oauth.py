@@ -8,7 +8,8 @@ server rotates in is accepted without a restart while a flood of made-up kids co
 server one request per interval. Keys already held keep working while it is down.
 
 What is checked (joserfc does the signature and the registered claims): the algorithm is
-one of the pinned asymmetric ones, the signature, ``iss``, ``exp``/``nbf`` with a small
+one of the pinned asymmetric ones, the ``typ`` header names an access token (RFC 9068:
+an ID token of the same issuer is not one), the signature, ``iss``, ``exp``/``nbf`` with a small
 leeway, and ``aud``: one of this resource's URLs (RFC 8707; ``audiences``). Scopes map
 1:1 onto permissions (``memory:read`` ... ``memory:admin``); others (``openid``...) grant
 nothing. The user, org and agent come from configurable claims and meet the same id
@@ -33,7 +34,7 @@ from joserfc.jwk import KeySet
 from memory_bank.errors import BackendUnavailable, Unauthorized
 from memory_bank.security.principal import Principal, check_owner_id
 from memory_bank.security.tokens import PERMISSIONS, TOKEN_PREFIX
-from memory_bank.settings import Settings
+from memory_bank.settings import Settings, jwt_type
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,7 @@ class OAuthTokens:
             raise ValueError("OAuthTokens needs MEMORY_BANK_OAUTH_ISSUER")
         self.issuer = settings.oauth_issuer
         self._algorithms = list(settings.oauth_algorithms)
+        self._token_types = frozenset(settings.oauth_token_types)
         self._user_claim, self._org_claim = settings.oauth_user_claim, settings.oauth_org_claim
         self._agent_claim = settings.oauth_agent_claim
         self._refresh_seconds = settings.oauth_jwks_refresh_seconds
@@ -101,6 +103,11 @@ class OAuthTokens:
             raise Unauthorized("the bearer token is not a valid JWT") from None
         if header.get("alg") not in self._algorithms:
             raise Unauthorized(f"the token's algorithm is not accepted; accepted: {', '.join(self._algorithms)}")
+        typ = header.get("typ")
+        if not isinstance(typ, str) or jwt_type(typ) not in self._token_types:
+            raise Unauthorized(
+                f"the token's typ header is {typ!r}, not an access token's; accepted: {', '.join(sorted(self._token_types))}"
+            )
         keys = await self._keys_for(header.get("kid"))
         try:
             decoded = jwt.decode(token, keys, algorithms=self._algorithms)
