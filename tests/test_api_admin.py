@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import sqlalchemy as sa
@@ -147,6 +148,23 @@ def test_an_admin_deactivates_and_reactivates_an_agent_and_writes_follow(admin: 
     on = admin.post(f"/v1/admin/agents/{agent_id}/reactivate")
     assert on.status_code == 200 and on.json()["active"] is True
     assert client.post("/v1/memory", json={"content": "two"}, headers=writer).status_code == 201
+
+
+@pytest.mark.parametrize("agent_id", ["team/bot", "a/b/c", "trailing/"])
+def test_an_agent_whose_id_holds_a_slash_is_deactivated_and_reactivated_by_its_encoded_path(
+    admin: TestClient, client: TestClient, make_token: Any, agent_id: str
+) -> None:
+    """Owner ids may hold ``/``, and Starlette decodes ``%2F`` before it routes: such an agent
+    matched no route, so an admin without a shell could not stop it (a hostile pass)."""
+    minted = admin.post("/v1/admin/tokens", json={"name": "x", "permissions": ["memory:write"], "agent_id": agent_id})
+    assert minted.status_code == 201, minted.text
+    writer = bearer(minted.json()["secret"])
+    path = quote(agent_id, safe="")
+    off = admin.post(f"/v1/admin/agents/{path}/deactivate")
+    assert off.status_code == 200 and off.json() == off.json() | {"id": agent_id, "active": False}, off.text
+    assert client.post("/v1/memory", json={"content": "stopped"}, headers=writer).status_code == 403
+    assert admin.post(f"/v1/admin/agents/{path}/reactivate").json()["active"] is True
+    assert client.post("/v1/memory", json={"content": "going again"}, headers=writer).status_code == 201
 
 
 def test_a_token_for_an_agent_s_name_instead_of_its_id_is_409_naming_the_id(admin: TestClient) -> None:

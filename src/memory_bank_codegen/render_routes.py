@@ -12,6 +12,7 @@ excluded from FastAPI's own schema: ``/openapi.json`` serves the handwritten spe
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from memory_bank_codegen.imports import ImportGroups, import_block
@@ -74,7 +75,7 @@ def _render_route(op: Operation) -> str:
     args += [_render_param(p) for p in op.parameters]
     call += [f"{p.python_name}={p.python_name}" for p in op.parameters]
     lines = [
-        f'    @router.{op.method.lower()}("{op.path}", operation_id="{op.operation_id}", include_in_schema=False)',
+        f'    @router.{op.method.lower()}("{_route_path(op)}", operation_id="{op.operation_id}", include_in_schema=False)',
         f"    async def {op.python_name}(",
         *[f"        {a}," for a in ["*", *args]],
         "    ) -> Response:",
@@ -87,6 +88,18 @@ def _render_route(op: Operation) -> str:
         f"        return render_reply(reply, statuses={op.success_statuses!r}, media_type={op.success_media_type!r})",
     ]
     return "\n".join(lines)
+
+
+def _route_path(op: Operation) -> str:
+    """``op.path`` with ``{name:path}`` for a path parameter whose values may hold ``/`` (an
+    agent id such as ``team/bot``): Starlette decodes ``%2F`` before it routes, so with a plain
+    ``{name}`` the request for such an id would match no route at all."""
+    path = op.path
+    for p in op.parameters:
+        pattern = p.bounds.get("pattern")
+        if p.location == "path" and (pattern is None or re.search(pattern, "a/b")):
+            path = path.replace("{" + p.name + "}", "{" + p.name + ":path}")
+    return path
 
 
 def _read_body(body: RequestBody) -> str:

@@ -50,7 +50,7 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
         return render_reply(reply, statuses=(201,), media_type="application/json")
 
     @router.post(
-        "/v1/admin/agents/{agent_id}/deactivate",
+        "/v1/admin/agents/{agent_id:path}/deactivate",
         operation_id="deactivateAgent",
         include_in_schema=False,
     )
@@ -87,7 +87,7 @@ def build_router(api: MemoryBankAdminApi, authorize: Authorize) -> APIRouter:
         return render_reply(reply, statuses=(200,), media_type="application/json")
 
     @router.post(
-        "/v1/admin/agents/{agent_id}/reactivate",
+        "/v1/admin/agents/{agent_id:path}/reactivate",
         operation_id="reactivateAgent",
         include_in_schema=False,
     )
