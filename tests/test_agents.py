@@ -31,7 +31,7 @@ def agents(engine: Engine) -> AgentStore:
 
 @pytest.fixture
 def resolver(agents: AgentStore) -> AgentResolver:
-    return AgentResolver(agents)
+    return AgentResolver(agents, audit.attribute_agent)
 
 
 async def denied(resolver: AgentResolver, principal, requested: str | None) -> str:

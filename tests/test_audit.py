@@ -6,7 +6,7 @@ import hashlib
 import json
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -113,9 +113,9 @@ def test_events_arriving_one_after_another_share_one_write(engine, monkeypatch) 
     table, batches = TableSink(engine), []
 
     class Counting:
-        def write(self, events: Sequence[AuditEvent]) -> None:
-            batches.append(len(events))
-            table.write(events)
+        def write(self, rows: Sequence[Mapping[str, object]]) -> None:
+            batches.append(len(rows))
+            table.write(rows)
 
     log = AuditLog([Counting()], Metrics(), queue_size=10, batch_size=10)
     with log.running():

@@ -32,6 +32,7 @@ from memory_bank.handlers import AdminHandlers, MemoryHandlers
 from memory_bank.handlers.capabilities import CapabilityHandlers
 from memory_bank.mcp.http import MCP_PATH, McpHttp
 from memory_bank.mcp.tools import Toolbox
+from memory_bank.observability.audit import attribute_agent
 from memory_bank.observability.calls import CallAccounting
 from memory_bank.observability.logging import AccessLog, configure_logging, log_start
 from memory_bank.observability.wiring import Operations
@@ -64,7 +65,7 @@ def create_app(settings: Settings | None = None, *, clock: Callable[[], float] =
     memory_model, capability_model = embedders(settings)
     registry = CapabilityRegistry(CAPABILITIES, embedder=capability_model)
     agents = AgentStore(engine)
-    handlers = AppHandlers(MemoryStore(engine, memory_model, settings.vector_cache_bytes, settings.lexical_cache_bytes), AgentResolver(agents), registry)
+    handlers = AppHandlers(MemoryStore(engine, memory_model, settings.vector_cache_bytes, settings.lexical_cache_bytes), AgentResolver(agents, attribute_agent), registry)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -1,8 +1,8 @@
 """Audit events: one per REST call and per MCP tool call, written off the request path.
 
 A request only puts a small ``AuditEvent`` on a bounded queue; a writer thread
-drains it in batches into the ``audit_event`` table (``store.audit``, the only SQL
-of the trail) and, when configured, a JSON lines file. A full queue drops the event
+drains it in batches, as plain rows, into the ``audit_event`` table (``store.audit``,
+the only SQL of the trail) and, when configured, a JSON lines file. A full queue drops the event
 and counts it rather than slowing or failing the request: the audit trail must never
 become the outage. A thread, not an asyncio task, so that any caller (the event loop,
 a worker thread, the stdio MCP transport) can record, whatever loop it runs on. ``stop()`` drains what is queued,
@@ -21,7 +21,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass
@@ -64,7 +64,9 @@ class AuditEvent:
 
 
 class AuditSink(Protocol):
-    def write(self, events: Sequence[AuditEvent]) -> None: ...
+    """Takes a batch as rows (``AuditEvent`` fields by name), so the table sink needs no type of ours."""
+
+    def write(self, rows: Sequence[Mapping[str, object]]) -> None: ...
 
 
 class JsonlSink:
@@ -73,8 +75,8 @@ class JsonlSink:
     def __init__(self, path: Path) -> None:
         self._path = path
 
-    def write(self, events: Sequence[AuditEvent]) -> None:
-        lines = "".join(json.dumps(asdict(e), default=datetime.isoformat) + "\n" for e in events)
+    def write(self, rows: Sequence[Mapping[str, object]]) -> None:
+        lines = "".join(json.dumps(row, default=datetime.isoformat) + "\n" for row in rows)
         with self._path.open("a", encoding="utf-8") as file:
             file.write(lines)
             file.flush()
@@ -145,10 +147,11 @@ class AuditLog:
                     batch.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
                 except queue.Empty:
                     break
+            rows = [asdict(event) for event in batch]
             for sink in self._sinks:
-                self._write(sink, batch)
+                self._write(sink, rows)
 
-    def _write(self, sink: AuditSink, batch: list[AuditEvent]) -> None:
+    def _write(self, sink: AuditSink, batch: Sequence[Mapping[str, object]]) -> None:
         for attempt in range(1, SINK_ATTEMPTS + 1):
             try:
                 sink.write(batch)

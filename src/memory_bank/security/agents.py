@@ -11,18 +11,19 @@ reads the agent again (``store.agents.writing_as``), and that read is what makes
 deactivation final; this one answers early and names the agent in the audit event.
 
 The registry is any ``AgentDirectory`` (``store.agents.AgentStore`` in the app), so the
-policy holds no SQL.
+policy holds no SQL; the resolved agent is reported to a callable it is given
+(``observability.audit.attribute_agent`` in the app), so security imports nothing of
+observability, which sits above it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Protocol
 
 from starlette.concurrency import run_in_threadpool
 
 from memory_bank.errors import PermissionDenied
-from memory_bank.observability.audit import attribute_agent
 from memory_bank.security.principal import Principal
 
 NO_AGENT = "no agent: use a token bound to an agent or send agent_id"
@@ -44,8 +45,10 @@ class AgentDirectory(Protocol):
 
 
 class AgentResolver:
-    def __init__(self, agents: AgentDirectory) -> None:
+    def __init__(self, agents: AgentDirectory, attribute: Callable[[str], None]) -> None:
+        """``attribute`` is told each agent a call resolves to, to name it in the call's audit event."""
         self._agents = agents
+        self._attribute = attribute
 
     async def resolve_agent(self, principal: Principal, requested_agent_id: str | None) -> str:
         """The agent this write acts as, or ``permission_denied``; also names it in the audit event.
@@ -61,7 +64,7 @@ class AgentResolver:
             raise PermissionDenied(f"agent {agent_id!r} is not registered in this org{UNREGISTERED_HINT}")
         if not row.active:
             raise PermissionDenied.deactivated(agent_id)
-        attribute_agent(agent_id)
+        self._attribute(agent_id)
         return agent_id
 
     async def registered(self, org_id: str, agent_ids: Collection[str]) -> set[str]:

@@ -11,6 +11,10 @@ When Redis fails (down, or slower than the short socket timeout) the profile
 decides: development lets the request through and warns, staging and production
 refuse it with ``rate_limit_unavailable``; an unmetered production would let one
 tenant starve the rest.
+
+The limiter counts its refusals and backend failures into the two series of
+``LimiterMetrics`` (``observability.metrics.Metrics`` in the app), a protocol defined
+here so that security imports nothing of observability, which sits above it.
 """
 
 from __future__ import annotations
@@ -23,12 +27,12 @@ from collections.abc import Callable
 from typing import Protocol
 
 import redis
+from prometheus_client import Counter
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 from starlette.concurrency import run_in_threadpool
 
 from memory_bank.errors import RateLimited, RateLimitUnavailable
-from memory_bank.observability.metrics import Metrics
 from memory_bank.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -55,6 +59,13 @@ class MinuteCounter(Protocol):
     blocking: bool
 
     def hit(self, org_id: str, minute: int) -> int: ...
+
+
+class LimiterMetrics(Protocol):
+    """The series the limiter counts into: refusals for a spent budget, and backend failures by outcome."""
+
+    rate_limited: Counter
+    limiter_failures: Counter
 
 
 class LocalCounter:
@@ -108,7 +119,7 @@ class RateLimiter:
     def __init__(
         self,
         counter: MinuteCounter,
-        metrics: Metrics,
+        metrics: LimiterMetrics,
         *,
         rpm: int,
         overrides: dict[str, int],
@@ -125,7 +136,7 @@ class RateLimiter:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, client: redis.Redis | None, metrics: Metrics, clock: Callable[[], float] = time.time
+        cls, settings: Settings, client: redis.Redis | None, metrics: LimiterMetrics, clock: Callable[[], float] = time.time
     ) -> RateLimiter:
         counter: MinuteCounter = LocalCounter() if client is None else RedisCounter(client)
         return cls(

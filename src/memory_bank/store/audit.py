@@ -1,18 +1,18 @@
-"""The audit trail's table sink: batches from ``observability.audit`` written to ``audit_event``.
+"""The audit trail's table sink: batches of rows from ``observability.audit`` written to ``audit_event``.
 
 Only the SQL lives here; the queue, batching and retries stay with the audit log,
-which also feeds sinks that are not the database.
+which also feeds sinks that are not the database. The sink takes plain rows (one
+mapping of column to value per event), so the store imports nothing of observability,
+which sits above it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import asdict
+from collections.abc import Mapping, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from memory_bank.observability.audit import AuditEvent
 from memory_bank.store.database import transaction
 from memory_bank.store.tables import AuditEventRow
 
@@ -23,6 +23,6 @@ class TableSink:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
-    def write(self, events: Sequence[AuditEvent]) -> None:
+    def write(self, rows: Sequence[Mapping[str, object]]) -> None:
         with transaction(self._engine, write=True) as session:
-            session.execute(sa.insert(AuditEventRow), [asdict(event) for event in events])
+            session.execute(sa.insert(AuditEventRow), rows)
