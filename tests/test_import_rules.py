@@ -2,7 +2,7 @@
 
 Read from the source with ``ast`` (every ``import`` anywhere in a module, including
 those inside functions), so a rule breaks here when the line is written, not when
-someone notices a cycle.
+someone notices a cycle. Besides the rules, no two areas may import each other.
 """
 
 from __future__ import annotations
@@ -25,10 +25,15 @@ def imported_modules(source: Path) -> set[str]:
     return found
 
 
+def area_sources(area: str) -> list[Path]:
+    """The modules of ``area``: a package's, or the module itself."""
+    root = PACKAGE / area
+    return [root.with_suffix(".py")] if root.with_suffix(".py").is_file() else sorted(root.rglob("*.py"))
+
+
 def violations(area: str, forbidden: tuple[str, ...]) -> list[str]:
     """``module -> import`` for each import under ``area`` (a package or a module) of a ``forbidden`` one."""
-    root = PACKAGE / area
-    sources = [root.with_suffix(".py")] if root.with_suffix(".py").is_file() else sorted(root.rglob("*.py"))
+    sources = area_sources(area)
     assert sources, f"{area} has no modules"
     return [
         f"{source.relative_to(PACKAGE)} -> {module}"
@@ -61,3 +66,19 @@ RULES = [
 @pytest.mark.parametrize(("area", "forbidden"), RULES)
 def test_an_area_does_not_import_what_it_must_not(area: str, forbidden: tuple[str, ...]) -> None:
     assert violations(area, forbidden) == []
+
+
+def area_imports() -> dict[str, set[str]]:
+    """Each area (a package or a top-level module, but ``generated``, written by the generator) and the areas it imports."""
+    areas = {path.stem for path in PACKAGE.iterdir() if path.suffix == ".py" or (path / "__init__.py").is_file()}
+    areas -= {"__init__", "generated"}
+    imports: dict[str, set[str]] = {}
+    for area in areas:
+        modules = set().union(*(imported_modules(source) for source in area_sources(area)))
+        imports[area] = {parts[1] for parts in (m.split(".") for m in modules) if parts[0] == "memory_bank" and len(parts) > 1} & areas - {area}
+    return imports
+
+
+def test_no_two_areas_import_each_other() -> None:
+    imports = area_imports()
+    assert sorted(f"{a} <-> {b}" for a in imports for b in imports[a] if a < b and a in imports[b]) == []

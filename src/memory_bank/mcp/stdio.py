@@ -6,7 +6,8 @@ in ``MEMORY_BANK_TOKEN``, checked before anything is served. It is off unless
 holding a long-lived token is a development convenience, not a deployment. Tool
 calls still go through the app's REST path in process, so they are limited and
 audited as over HTTP, and the token is verified on each call, so revoking it stops
-the process's calls at once.
+the process's calls at once. The app factory is handed in by the CLI: the app is
+built from the transports, so a transport does not import it.
 """
 
 from __future__ import annotations
@@ -14,18 +15,18 @@ from __future__ import annotations
 import json
 import os
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import IO
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from fastapi import FastAPI
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCRequest
 from pydantic import ValidationError
 
-from memory_bank.app import create_app
 from memory_bank.capabilities.execute.outcome import Caller
 from memory_bank.errors import Unauthorized
 from memory_bank.mcp.envelope import REPEATED_KEY, EnvelopeError, check_envelope, classify
@@ -50,11 +51,12 @@ def check_allowed(settings: Settings) -> str:
     return settings.token
 
 
-async def serve_stdio(settings: Settings) -> None:
-    """Serve MCP on stdin/stdout until the client closes them.
+async def serve_stdio(settings: Settings, create_app: Callable[[Settings], FastAPI]) -> None:
+    """Serve MCP on stdin/stdout, through the app ``create_app`` builds, until the client closes them.
 
-    The app's lifespan runs around it, as under uvicorn, so the audit writer and the
-    rate limiter behave as they do for HTTP.
+    The app is built only once the settings allow the transport. Its lifespan runs
+    around it, as under uvicorn, so the audit writer and the rate limiter behave as
+    they do for HTTP.
     """
     token = check_allowed(settings)
     app = create_app(settings)
