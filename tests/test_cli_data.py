@@ -22,6 +22,7 @@ from memory_bank.store.agents import AgentStore
 from memory_bank.store.filters import MemoryFilter
 from memory_bank.store.search import semantic
 from memory_bank.store.tokens import TokenStore
+from support import backends
 from support.requirements import semantic_extra
 from support.transfer import exported_rows
 
@@ -202,10 +203,38 @@ def test_token_list_shows_live_tokens_and_revoke_stops_one(run: Run) -> None:
     assert_fails(run("token", "revoke", ada.id), "not_found", f"no live token has the id {ada.id}")
 
 
-def test_an_unreachable_database_is_reported_with_its_code(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MEMORY_BANK_DATABASE_URL", "sqlite:////no/such/dir/memory-bank.db")
+#: Every command group's commands that open the database, with the arguments they need.
+DATABASE_COMMANDS = [
+    ["token", "list"],
+    ["token", "create", "--org", "acme", "--user", "ada", "--permissions", "memory:read"],
+    ["token", "revoke", "V1StGXR8_Z5jdHi6B-myT"],
+    ["token", "rotate", "V1StGXR8_Z5jdHi6B-myT"],
+    ["agent", "list", "--org", "acme"],
+    ["agent", "create", "--org", "acme", "--name", "laptop"],
+    ["agent", "deactivate", "laptop"],
+    ["agent", "reactivate", "laptop"],
+    ["db", "upgrade"],
+    ["search", "hello", "--org", "acme", "--user", "ada"],
+    ["export", "--org", "acme", "--user", "ada", "--out", "out.jsonl"],
+]
+
+
+def closed_mysql_port() -> str:
+    pytest.importorskip("MySQLdb", reason="mysqlclient is not installed")
+    return f"mysql+mysqldb://root@127.0.0.1:{backends.free_port()}/memory_bank"
+
+
+@pytest.mark.parametrize("command", DATABASE_COMMANDS, ids=" ".join)
+@pytest.mark.parametrize("url", [lambda: "sqlite:////no/such/dir/memory-bank.db", closed_mysql_port], ids=["sqlite-no-dir", "mysql-closed-port"])
+def test_an_unreachable_database_is_reported_with_its_code(
+    run: Run, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, command: list[str], url: Callable[[], str]
+) -> None:
+    """One line and exit 1 from every command, not only from those that once wrapped their work:
+    ``token create`` and the agent commands printed an OperationalError's traceback."""
+    monkeypatch.setenv("MEMORY_BANK_DATABASE_URL", url())
+    monkeypatch.chdir(tmp_path)
     get_settings.cache_clear()
-    assert_fails(run("token", "list"), "backend_unavailable", "the database is unreachable")
+    assert_fails(run(*command), "backend_unavailable", "the database is unreachable")
 
 
 def test_token_create_names_the_token_prints_its_id_and_expires_it(run: Run) -> None:
@@ -222,6 +251,7 @@ def test_token_create_names_the_token_prints_its_id_and_expires_it(run: Run) -> 
 
     bad = run("token", "create", "--org", "acme", "--user", "ada", "--permissions", "memory:read", "--expires-in", "30 days")
     assert bad.exit_code == 2 and "not a duration such as 30d" in bad.stderr
+
 
 
 @pytest.mark.parametrize("command", [["token", "create", "--user", "ada", "--permissions", "memory:read"], ["agent", "create"]])

@@ -14,8 +14,9 @@ import typer
 
 from memory_bank import __version__
 from memory_bank.cli import agents, db, mcp, search, serve, tokens, transfer
+from memory_bank.cli.console import PlainErrors
 
-app = typer.Typer(help="Memory Bank: durable, searchable memory for AI agents.", no_args_is_help=True)
+app = typer.Typer(cls=PlainErrors, help="Memory Bank: durable, searchable memory for AI agents.", no_args_is_help=True)
 app.add_typer(tokens.token_app, name="token")
 app.add_typer(db.db_app, name="db")
 app.add_typer(agents.agent_app, name="agent")

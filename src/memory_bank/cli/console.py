@@ -1,5 +1,5 @@
-"""What the data commands (export, import, search, token list/revoke) share: the owner they
-act as, the store they open, and failures told in plain words with their code.
+"""What the commands share: the owner they act as, the store they open, and failures told
+in plain words with their code (``PlainErrors``, around every command).
 
 These commands talk to the store directly, on the database the settings name, as the
 owner given by ``--org``/``--user``, like ``token create`` already does. They are the
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from pydantic import TypeAdapter, ValidationError
@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from typer.core import TyperGroup
 
 from memory_bank.errors import DomainError, ErrorCode, field_errors
 from memory_bank.generated import models
@@ -147,3 +148,13 @@ def plain_errors() -> Iterator[None]:
         raise fail(ErrorCode.backend_error, f"the database failed: {exc}") from None
     except OSError as exc:
         raise fail(ErrorCode.invalid_params, f"{exc.filename or 'file'}: {exc.strerror or exc}") from None
+
+
+class PlainErrors(TyperGroup):
+    """The ``memory-bank`` command group: whichever command runs, it runs inside ``plain_errors``,
+    so no command can forget to (``token create`` and the agent commands printed a traceback
+    when the database was unreachable, while ``token list`` said so in one line)."""
+
+    def invoke(self, ctx: Any) -> Any:  # Any: the Context typer declares is in its private, vendored click
+        with plain_errors():
+            return super().invoke(ctx)

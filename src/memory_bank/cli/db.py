@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import typer
 
-from memory_bank.cli.console import database, highlighted_stderr, plain_errors, progress, settings
+from memory_bank.cli.console import database, highlighted_stderr, progress, settings
 from memory_bank.store.database import create_schema, make_engine
 from memory_bank.store.search.indexing import backfill_embeddings, missing_embeddings
 from memory_bank.store.search.semantic import required_embedder
@@ -36,7 +36,7 @@ def upgrade() -> None:
 @db_app.command()
 def embed() -> None:
     """Compute the semantic-search vector of every memory that has none (needs the semantic extra)."""
-    with plain_errors(), progress() as bar:
+    with progress() as bar:
         embedder = required_embedder("embedding needs the model")
         engine = database()
         try:

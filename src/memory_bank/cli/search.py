@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from memory_bank.cli.console import Org, User, fail, memory_store, owner, plain_errors, stderr, stdout
+from memory_bank.cli.console import Org, User, fail, memory_store, owner, stderr, stdout
 from memory_bank.errors import ErrorCode
 from memory_bank.store.filters import MemoryFilter
 from memory_bank.store.tables import MemoryRow
@@ -60,8 +60,7 @@ def search(
     if not query.strip() or len(query) > MAX_QUERY_CHARS:
         raise fail(ErrorCode.invalid_params, f"the query must have 1 to {MAX_QUERY_CHARS} characters")
     where = MemoryFilter(tags=tuple(tag or ()), project_id=project)
-    with plain_errors():
-        hits = memory_store().search(owner(org, user), where, query, limit)
+    hits = memory_store().search(owner(org, user), where, query, limit)
     if not hits:
         stderr.print(escape(f"No memory of {user} in {org} matches “{query}”."))
         return

@@ -23,7 +23,7 @@ import typer
 import uvicorn
 from rich.markup import escape
 
-from memory_bank.cli.console import plain_errors, settings, stderr
+from memory_bank.cli.console import settings, stderr
 from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.settings import Profile, Settings, start_refusals
 from memory_bank.store.tokens import TokenStore
@@ -108,12 +108,11 @@ def serve(
     from memory_bank.app import create_app
 
     config = settings().bound_to(host, listener.getsockname()[1])  # the real port, also for --port 0
-    with plain_errors():
-        app = create_app(config)
-        if config.env is Profile.development:
-            point_at_old_database(config)
-            _bootstrap_dev_token(app.state.tokens, config.public_url)
-        ready_capability_search(app.state.capabilities)
+    app = create_app(config)
+    if config.env is Profile.development:
+        point_at_old_database(config)
+        _bootstrap_dev_token(app.state.tokens, config.public_url)
+    ready_capability_search(app.state.capabilities)
     # Logging is the app's (create_app configured it): uvicorn must not install its own.
     # No websocket route exists: without ws="none", any request with "Upgrade: websocket" met
     # uvicorn's websocket handshake, which refuses in plain text.

@@ -26,7 +26,6 @@ from memory_bank.cli.console import (
     database,
     fail,
     highlighted_stderr,
-    plain_errors,
     stderr,
     stdout,
 )
@@ -85,8 +84,7 @@ def token_list(
     Four columns that fit 80 characters: the id and each permission are never broken,
     the owner's three names share one column, one a line."""
     checked_id("org", org)
-    with plain_errors():
-        rows = list(every_page(partial(TokenStore(database()).page, org, revoked=revoked, limit=LIST_PAGE)))
+    rows = list(every_page(partial(TokenStore(database()).page, org, revoked=revoked, limit=LIST_PAGE)))
     if not rows:
         stderr.print("No tokens." if revoked else "No live tokens (--revoked shows revoked ones).")
         return
@@ -106,8 +104,7 @@ def token_list(
 @token_app.command("revoke", context_settings=ID_ARGUMENT)
 def token_revoke(token_id: Annotated[str, typer.Argument(metavar="ID", help="The token's id, from `token list`.")]) -> None:
     """Stop a token from authenticating, at once and for good."""
-    with plain_errors():
-        revoked = TokenStore(database()).revoke(token_id)
+    revoked = TokenStore(database()).revoke(token_id)
     if not revoked:
         raise fail(ErrorCode.not_found, f"no live token has the id {token_id}")
     stderr.print(f"Revoked {token_id}.")
@@ -116,8 +113,7 @@ def token_revoke(token_id: Annotated[str, typer.Argument(metavar="ID", help="The
 @token_app.command("rotate", context_settings=ID_ARGUMENT)
 def token_rotate(token_id: Annotated[str, typer.Argument(metavar="ID", help="The token's id, from `token list`.")]) -> None:
     """Give a token a new secret, printed alone on stdout; the old secret stops working at once."""
-    with plain_errors():
-        rotated = TokenStore(database()).rotate(token_id)
+    rotated = TokenStore(database()).rotate(token_id)
     if rotated is None:
         raise fail(ErrorCode.not_found, f"no live token has the id {token_id}")
     typer.echo(rotated[0])
@@ -146,9 +142,8 @@ def token_create(
     expires_at: datetime | None = None if expires_in is None else utcnow() + expires_in
     engine = database()
     try:
-        with plain_errors():
-            new_agent = agent is not None and AgentStore(engine).find(org, agent) is None
-            plaintext, row = TokenStore(engine).create(org, user, agent, granted, name=name, expires_at=expires_at)
+        new_agent = agent is not None and AgentStore(engine).find(org, agent) is None
+        plaintext, row = TokenStore(engine).create(org, user, agent, granted, name=name, expires_at=expires_at)
     except ValueError as exc:
         highlighted_stderr.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(2) from None

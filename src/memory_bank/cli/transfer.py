@@ -18,7 +18,7 @@ from typing import Annotated, TextIO
 import sqlalchemy as sa
 import typer
 
-from memory_bank.cli.console import Org, User, database, fail, memory_store, owner, plain_errors, progress, stdout
+from memory_bank.cli.console import Org, User, database, fail, memory_store, owner, progress, stdout
 from memory_bank.errors import ErrorCode
 from memory_bank.security.principal import Principal
 from memory_bank.store.agents import AgentStore
@@ -66,7 +66,7 @@ def export_memories(
     principal = owner(org, user)
     partial = out.with_name(out.name + ".partial")
     try:
-        with plain_errors(), progress() as bar:
+        with progress() as bar:
             engine = database()
             task = bar.add_task(f"Exporting {user} in {org}", total=_count(engine, principal))
             with partial.open("w", encoding="utf-8") as handle:
@@ -88,7 +88,7 @@ def import_memories(
     of one still current there deletes it (the export was taken after a deletion). Agent ids
     that are not agents of the org are left out (the operator imports as no agent).
     """
-    with plain_errors(), progress() as bar:
+    with progress() as bar:
         reading = bar.add_task(f"Reading {file.name} (bytes)", total=file.stat().st_size)
         chunks = []
         with file.open("rb") as handle:
