@@ -253,6 +253,15 @@ def test_token_create_names_the_token_prints_its_id_and_expires_it(run: Run) -> 
     assert bad.exit_code == 2 and "not a duration such as 30d" in bad.stderr
 
 
+def test_token_create_refuses_a_lifetime_longer_than_the_api_grants(run: Run) -> None:
+    """``999999w`` overflowed the date with a traceback; the API caps ``expires_in_seconds`` at ten years."""
+    mint = ["token", "create", "--org", "acme", "--user", "ada", "--permissions", "memory:read", "--expires-in"]
+    assert run(*mint, "3650d").exit_code == 0
+    for too_long in ["3651d", "999999w", "999999d"]:
+        refused = run(*mint, too_long)
+        assert refused.exit_code == 2 and not refused.stdout and "Traceback" not in refused.output
+        assert "longer than a token may live (at most 3650d)" in " ".join(refused.stderr.replace("│", " ").split())
+
 
 @pytest.mark.parametrize("command", [["token", "create", "--user", "ada", "--permissions", "memory:read"], ["agent", "create"]])
 @pytest.mark.parametrize("name", ["\u200b", "evil\u202etxt", "two\u2028lines", " padded"])

@@ -30,6 +30,7 @@ from memory_bank.cli.console import (
     stdout,
 )
 from memory_bank.errors import ErrorCode
+from memory_bank.generated.spec import SPEC
 from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.store.agents import AgentStore
 from memory_bank.store.columns import utcnow
@@ -46,15 +47,22 @@ WHEN_WIDTH = 10
 _UNITS = {"m": timedelta(minutes=1), "h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
 _DURATION = re.compile(r"^\s*([1-9][0-9]{0,5})\s*([mhdw])\s*$")
 
+#: The longest lifetime the admin API grants a token: the spec's ``expires_in_seconds`` maximum,
+#: which the API's request model enforces too.
+LONGEST_LIFETIME = timedelta(seconds=SPEC["components"]["schemas"]["TokenCreate"]["properties"]["expires_in_seconds"]["maximum"])
+
 STORE_IT = "Store it now: only its sha256 is kept. Send it as 'Authorization: Bearer <token>'."
 
 
 def parse_duration(text: str) -> timedelta:
-    """``30d``, ``12h``, ``90m`` or ``2w``; ``typer.BadParameter`` otherwise."""
+    """``30d``, ``12h``, ``90m`` or ``2w``, at most ``LONGEST_LIFETIME``; ``typer.BadParameter`` otherwise."""
     match = _DURATION.match(text)
     if match is None:
         raise typer.BadParameter(f"{text!r} is not a duration such as 30d, 12h, 90m or 2w")
-    return int(match.group(1)) * _UNITS[match.group(2)]
+    duration = int(match.group(1)) * _UNITS[match.group(2)]
+    if duration > LONGEST_LIFETIME:
+        raise typer.BadParameter(f"{text!r} is longer than a token may live (at most {LONGEST_LIFETIME.days}d)")
+    return duration
 
 
 def _dates(row: TokenRow) -> str:
