@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -85,3 +86,13 @@ def test_a_token_whose_id_begins_with_a_dash_can_be_revoked(cli: CliRunner, data
 def test_revoke_still_offers_its_help(cli: CliRunner) -> None:
     result = run(cli, "token", "revoke", "--help")
     assert result.exit_code == 0 and "Usage:" in result.stdout
+
+
+@pytest.mark.parametrize("command", ["revoke", "rotate"])
+@pytest.mark.parametrize("token_id", ["\udcff", "\udced\udca0\udc80", "abc", "V1StGXR8_Z5jdHi6B-my\u00e9"])
+def test_revoke_and_rotate_refuse_what_is_no_token_id(cli: CliRunner, command: str, token_id: str) -> None:
+    """A non-UTF-8 argument (``$'\\xff'``, read as a lone surrogate) met the database's encoder
+    with a traceback; text that is no generated id is a usage error before any query."""
+    refused = run(cli, "token", command, token_id)
+    assert refused.exit_code == 2 and not refused.stdout
+    assert f"{token_id!r} is not a token id" in refused.stderr and "Traceback" not in refused.output

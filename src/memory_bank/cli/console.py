@@ -29,7 +29,9 @@ from memory_bank.generated import models
 from memory_bank.security.principal import Principal, check_owner_id
 from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.settings import Settings, get_settings, setting_errors
+from memory_bank.store.columns import ID_LENGTH
 from memory_bank.store.database import open_database
+from memory_bank.store.keyset import generated_id
 from memory_bank.store.memories import MemoryStore
 from memory_bank.store.search.semantic import SemanticExtraMissing, embedder_for
 
@@ -54,6 +56,12 @@ LIST_PAGE = 100
 SHOWN_FIELD_ERRORS = 10
 
 
+def refused(why: str) -> typer.Exit:
+    """Say why an argument is refused on stderr; the caller raises the returned Exit(2), a usage error."""
+    stderr.print(f"[red]{escape(why)}[/]")
+    return typer.Exit(2)
+
+
 def checked_id(kind: str, value: str | None) -> None:
     """An org, user or agent id given on the command line, or exit 2 saying what is wrong with it.
 
@@ -65,8 +73,17 @@ def checked_id(kind: str, value: str | None) -> None:
     try:
         check_owner_id(kind, value)
     except ValueError as exc:
-        stderr.print(f"[red]{escape(str(exc))}[/]")
-        raise typer.Exit(2) from None
+        raise refused(str(exc)) from None
+
+
+def checked_token_id(value: str) -> None:
+    """A token id given on the command line, or exit 2: only the ids this server generates can
+    name a token (``generated_id``), and other text (a lone surrogate, which is what a
+    non-UTF-8 argument becomes) must not reach the database, which cannot encode it."""
+    try:
+        generated_id(value)
+    except ValueError:
+        raise refused(f"{value!r} is not a token id: `token list` shows them, {ID_LENGTH} letters, digits, '-' or '_'") from None
 
 
 def checked_name(value: str | None) -> None:

@@ -23,6 +23,7 @@ from memory_bank.cli.console import (
     LIST_PAGE,
     checked_id,
     checked_name,
+    checked_token_id,
     database,
     fail,
     highlighted_stderr,
@@ -112,6 +113,7 @@ def token_list(
 @token_app.command("revoke", context_settings=ID_ARGUMENT)
 def token_revoke(token_id: Annotated[str, typer.Argument(metavar="ID", help="The token's id, from `token list`.")]) -> None:
     """Stop a token from authenticating, at once and for good."""
+    checked_token_id(token_id)
     revoked = TokenStore(database()).revoke(token_id)
     if not revoked:
         raise fail(ErrorCode.not_found, f"no live token has the id {token_id}")
@@ -121,6 +123,7 @@ def token_revoke(token_id: Annotated[str, typer.Argument(metavar="ID", help="The
 @token_app.command("rotate", context_settings=ID_ARGUMENT)
 def token_rotate(token_id: Annotated[str, typer.Argument(metavar="ID", help="The token's id, from `token list`.")]) -> None:
     """Give a token a new secret, printed alone on stdout; the old secret stops working at once."""
+    checked_token_id(token_id)
     rotated = TokenStore(database()).rotate(token_id)
     if rotated is None:
         raise fail(ErrorCode.not_found, f"no live token has the id {token_id}")
