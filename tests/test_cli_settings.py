@@ -106,6 +106,14 @@ def test_a_url_the_service_cannot_use_is_one_line_before_anything_starts(cli: Cl
     assert len(lines(result.stderr)) == 1 and said in result.stderr and "s3cret" not in result.stderr
 
 
+@pytest.mark.parametrize("value", ["inf", "Infinity", "1e10", "3600.5"])
+def test_a_redis_timeout_past_an_hour_is_refused_before_redis_py_overflows(cli: CliRunner, value: str) -> None:
+    """``inf`` passed, then every request was a 500: redis-py's ``socket.settimeout`` overflows."""
+    result = invoke(cli, ["token", "list"], MEMORY_BANK_REDIS_TIMEOUT_SECONDS=value)
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert lines(result.stderr) == [f"MEMORY_BANK_REDIS_TIMEOUT_SECONDS={value!r}: Input should be less than or equal to 3600"]
+
+
 URL_PART = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), max_size=12)
 PUBLIC_URLS = st.one_of(
     URL_PART,

@@ -76,8 +76,9 @@ class Settings(BaseSettings):
     rate_limit_rpm: int = Field(default=120, ge=1)
     #: Read as JSON by the validator below, so that bad JSON is a field error like any other.
     rate_limit_org_overrides: Annotated[dict[str, Annotated[int, Field(ge=1)]], NoDecode] = Field(default_factory=dict)
-    #: Socket timeouts for Redis: a limiter that stalls would stall every request.
-    redis_timeout_seconds: float = Field(default=0.25, gt=0)
+    #: Socket timeouts for Redis: a limiter that stalls would stall every request. At most an hour,
+    #: as the database's: redis-py's ``socket.settimeout`` overflows on ``inf`` or 1e10, failing every request.
+    redis_timeout_seconds: float = Field(default=0.25, gt=0, le=3600)
     audit_queue_size: int = Field(default=10_000, ge=1)
     audit_batch_size: int = Field(default=500, ge=1)
     #: Also append audit events as JSON lines to this file (the table always gets them).
