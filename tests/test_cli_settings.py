@@ -114,6 +114,28 @@ def test_a_redis_timeout_past_an_hour_is_refused_before_redis_py_overflows(cli: 
     assert lines(result.stderr) == [f"MEMORY_BANK_REDIS_TIMEOUT_SECONDS={value!r}: Input should be less than or equal to 3600"]
 
 
+@pytest.mark.parametrize(
+    ("overrides", "said"),
+    [
+        ('{"acme ": 5}', "the org id 'acme ' starts or ends with whitespace"),
+        ('{"ac\u200bme": 5}', "the org id 'ac\\u200bme' contains an invisible or non-standard character, U+200B"),
+        ('{"": 5}', "the org id is empty"),
+        ('{"acme": true}', "'acme': Input should be a valid integer"),
+        ('{"acme": 5.0}', "'acme': Input should be a valid integer"),
+        ('{"acme": "5"}', "'acme': Input should be a valid integer"),
+        ('{"acme": 0}', "'acme': Input should be greater than or equal to 1"),
+    ],
+)
+def test_an_override_that_names_no_org_or_is_no_budget_is_refused(cli: CliRunner, overrides: str, said: str) -> None:
+    """``{"acme ": 5}`` limited no org (a token's org id cannot end in a space), and ``true`` became 1 a minute."""
+    result = invoke(cli, ["token", "list"], MEMORY_BANK_RATE_LIMIT_ORG_OVERRIDES=overrides)
+    assert result.exit_code == 2 and lines(result.stderr) == [f"MEMORY_BANK_RATE_LIMIT_ORG_OVERRIDES: {said}"]
+
+
+def test_an_override_for_an_org_id_a_token_can_carry_is_kept(cli: CliRunner) -> None:
+    assert Settings(rate_limit_org_overrides='{"acme": 600, "Globex Inc.": 5}').rate_limit_org_overrides == {"acme": 600, "Globex Inc.": 5}
+
+
 URL_PART = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), max_size=12)
 PUBLIC_URLS = st.one_of(
     URL_PART,

@@ -10,16 +10,18 @@ import importlib.util
 import ipaddress
 import json
 from enum import StrEnum
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from platformdirs import user_data_path
-from pydantic import Field, ValidationError, field_validator
+from pydantic import AfterValidator, Field, Strict, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
+
+from memory_bank.security.principal import check_owner_id
 
 ENV_PREFIX = "MEMORY_BANK_"
 #: The folder under the user's data directory (XDG on Linux) that holds the embedded database.
@@ -36,6 +38,12 @@ DATABASE_DRIVERS = {
     "mariadb": ("mysqldb", "MySQLdb", "mysql"),
 }
 DATABASE_URL_FORMS = "sqlite:///path/to/file.db or mysql+mysqldb://user@host/db"
+
+
+#: An org's budget of requests a minute, for every org or for one (``rate_limit_org_overrides``).
+RequestsPerMinute = Annotated[int, Field(ge=1)]
+#: An org id as a token can carry it (``check_owner_id``): an override for ``"acme "`` would limit no org.
+OrgId = Annotated[str, AfterValidator(partial(check_owner_id, "org"))]
 
 
 class Profile(StrEnum):
@@ -73,9 +81,10 @@ class Settings(BaseSettings):
     #: its client may read none of the answer (api.unparsed); uvicorn alone waits for ever,
     #: and silent connections pile up.
     request_timeout_seconds: float = Field(default=20, gt=0, le=3600)
-    rate_limit_rpm: int = Field(default=120, ge=1)
-    #: Read as JSON by the validator below, so that bad JSON is a field error like any other.
-    rate_limit_org_overrides: Annotated[dict[str, Annotated[int, Field(ge=1)]], NoDecode] = Field(default_factory=dict)
+    rate_limit_rpm: RequestsPerMinute = 120
+    #: Read as JSON by the validator below, so that bad JSON is a field error like any other. Strict:
+    #: JSON's ``true`` is no budget (lax, pydantic reads it as 1), nor are ``"5"`` and ``5.0``.
+    rate_limit_org_overrides: Annotated[dict[OrgId, Annotated[RequestsPerMinute, Strict()]], NoDecode] = Field(default_factory=dict)
     #: Socket timeouts for Redis: a limiter that stalls would stall every request. At most an hour,
     #: as the database's: redis-py's ``socket.settimeout`` overflows on ``inf`` or 1e10, failing every request.
     redis_timeout_seconds: float = Field(default=0.25, gt=0, le=3600)
@@ -276,8 +285,10 @@ def setting_errors(error: ValidationError) -> list[str]:
         variable = f"{ENV_PREFIX}{field.upper()}"
         if variable in lines:
             continue  # a union reports each of its arms; the first says enough
-        shown = "" if field in SECRET_FIELDS or not isinstance(detail["input"], str) else f"={detail['input']!r}"
-        where = "".join(f"{part}: " for part in inner)  # e.g. the org of an override
+        # The input is the variable's value only at the top; inside it (an override) the place says which.
+        shown = "" if field in SECRET_FIELDS or inner or not isinstance(detail["input"], str) else f"={detail['input']!r}"
+        # e.g. the org of an override, quoted as ids are; not for a key, which the message names
+        where = "" if inner[-1:] == ["[key]"] else "".join(f"{part!r}: " for part in inner)
         message = str(detail["msg"]).removeprefix("Value error, ")
         lines[variable] = f"{variable}{shown}: {where}{message}"
     return list(lines.values())
