@@ -136,6 +136,18 @@ def test_an_override_for_an_org_id_a_token_can_carry_is_kept(cli: CliRunner) -> 
     assert Settings(rate_limit_org_overrides='{"acme": 600, "Globex Inc.": 5}').rate_limit_org_overrides == {"acme": 600, "Globex Inc.": 5}
 
 
+@pytest.mark.parametrize(("algorithms", "refused"), [("rs256", "'rs256'"), ("RS256,,ES256", "an empty item"), ("ES256,", "an empty item"), (" ", "an empty list"), ("RS999", "'RS999'")])
+def test_an_algorithm_joserfc_does_not_know_by_that_name_is_refused_naming_the_accepted_ones(
+    cli: CliRunner, algorithms: str, refused: str
+) -> None:
+    """``rs256`` passed and then no token verified: joserfc knows only ``RS256``."""
+    result = invoke(cli, ["token", "list"], MEMORY_BANK_OAUTH_ALGORITHMS=algorithms)
+    assert result.exit_code == 2
+    (line,) = lines(result.stderr)
+    assert line.startswith(f"MEMORY_BANK_OAUTH_ALGORITHMS={algorithms!r}: ") and line.endswith(f"refused: {refused}")
+    assert "each one of ES256, ES256K, ES384, ES512, Ed25519, Ed448, EdDSA, PS256, PS384, PS512, RS256, RS384, RS512" in line
+
+
 URL_PART = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), max_size=12)
 PUBLIC_URLS = st.one_of(
     URL_PART,

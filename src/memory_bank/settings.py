@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
+from joserfc.jws import JWSRegistry
 from platformdirs import user_data_path
 from pydantic import AfterValidator, Field, Strict, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -29,8 +30,9 @@ APP_DIRECTORY = "memory-bank"
 DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
 #: Settings whose value may carry a password or a token: never echoed back in an error.
 SECRET_FIELDS = frozenset({"database_url", "redis_url", "token", "public_url"})
-#: The JWS algorithm families an access token may be signed with: public-key ones only.
-ASYMMETRIC_ALGORITHM_FAMILIES = ("RS", "PS", "ES", "EDDSA", "ED25519", "ED448")
+#: The JWS algorithms an access token may be signed with: the public-key ones of joserfc, which
+#: verifies them, by their exact names (it knows no ``rs256``).
+ASYMMETRIC_ALGORITHMS = tuple(sorted(name for name, algorithm in JWSRegistry.algorithms.items() if algorithm.key_type != "oct"))
 #: The databases the store runs on: backend -> (SQLAlchemy driver, its module, the extra that installs it).
 DATABASE_DRIVERS = {
     "sqlite": ("pysqlite", "sqlite3", None),
@@ -193,13 +195,15 @@ class Settings(BaseSettings):
     @field_validator("oauth_algorithms", mode="before")
     @classmethod
     def _algorithms(cls, value: Any) -> Any:
-        names = [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
+        names = value
+        if isinstance(value, str):  # blank is no algorithm at all; a blank item between commas is a slip
+            names = [part.strip() for part in value.split(",")] if value.strip() else []
         if isinstance(names, list):
-            refused = [name for name in names if not str(name).upper().startswith(ASYMMETRIC_ALGORITHM_FAMILIES)]
+            refused = [repr(name) if name else "an empty item" for name in names if name not in ASYMMETRIC_ALGORITHMS]
             if refused or not names:
                 raise ValueError(
-                    "a comma-separated list of asymmetric JWS algorithms (RS*, PS*, ES*, EdDSA), e.g. RS256,ES256; "
-                    f"refused: {', '.join(map(str, refused)) or 'an empty list'}"
+                    f"a comma-separated list of asymmetric JWS algorithms, each one of {', '.join(ASYMMETRIC_ALGORITHMS)} "
+                    f"(e.g. RS256,ES256); refused: {', '.join(refused) or 'an empty list'}"
                 )
         return names
 
