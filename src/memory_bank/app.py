@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from memory_bank import __version__
-from memory_bank.api.auth import make_authorize
+from memory_bank.api.auth import install_write_refusals, make_authorize
 from memory_bank.api.docs import install_docs
 from memory_bank.api.interfaces import require_implemented
 from memory_bank.api.middleware import CallObserver, HeadAsGet, RequestHeadLimit, RequestIdMiddleware, UnexpectedErrorMiddleware
@@ -106,6 +106,7 @@ def create_app(settings: Settings | None = None, *, clock: Callable[[], float] =
     app.add_middleware(AccessLog)
     app.add_middleware(RequestIdMiddleware)
     install_problem_handlers(app)
+    install_write_refusals(app, settings.public_url)
     install_docs(app)
     # MCP calls are dispatched back into this same app, so they meet the REST path.
     executor = Executor(registry, app)

@@ -18,16 +18,18 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from fastapi import Request
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from memory_bank.api.bodies import in_process_call
-from memory_bank.api.problems import HttpRefusal
+from memory_bank.api.problems import HttpRefusal, problem_response
 from memory_bank.api.spelling import closest
 from memory_bank.errors import PermissionDenied, Unauthorized
 from memory_bank.security.oauth import OAuthTokens, looks_like_jwt
 from memory_bank.security.principal import Principal
 from memory_bank.security.rate_limit import RateLimiter
+from memory_bank.security.tokens import NOT_VALID
 from memory_bank.store.tokens import TokenStore
 
 #: The ``x-capability.permission`` of operations any valid token may call, whatever its
@@ -141,7 +143,7 @@ async def principal_of(tokens: TokenStore, token: str, oauth: OAuthTokens | None
         return await oauth.verify(token)
     principal = await run_in_threadpool(tokens.verify, token)
     if principal is None:
-        raise Unauthorized("the bearer token is not valid")
+        raise Unauthorized(NOT_VALID)
     return principal
 
 
@@ -159,6 +161,18 @@ async def challenged_principal(tokens: TokenStore, request: Request, oauth: OAut
         sent = token is not None or len(request.headers.getlist("authorization")) > 1
         error = "invalid_token" if sent else None
         raise HttpRefusal(refused, headers=challenge(public_url, error=error)) from None
+
+
+def install_write_refusals(app: FastAPI, public_url: str) -> None:
+    """A token refused by a write's own transaction (``store.fence.writing_as``: revoked, rotated
+    or expired since the request's token check) is answered as that check would have answered it,
+    challenge included."""
+
+    async def refused(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, Unauthorized)
+        return problem_response(request, HttpRefusal(exc, headers=challenge(public_url, error="invalid_token")))
+
+    app.add_exception_handler(Unauthorized, refused)
 
 
 def insufficient_scope(public_url: str, permission: str) -> HttpRefusal:

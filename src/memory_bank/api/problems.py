@@ -113,8 +113,9 @@ class HttpRefusal(Exception):
 
     Its status is its code's: each refusal has a code of its own (406 and 415 were once
     ``invalid_params`` under a borrowed status). Every 401 is one of these: the
-    token check (``api.auth.challenged_principal``, the one place a token is refused, for
-    REST and MCP alike) attaches the one ``WWW-Authenticate`` challenge, ``api.auth.challenge``.
+    token check (``api.auth.challenged_principal``, where a token is refused, for REST and MCP
+    alike; and ``api.auth.install_write_refusals``, for a write's transaction that finds the
+    token revoked since) attaches the one ``WWW-Authenticate`` challenge, ``api.auth.challenge``.
     """
 
     def __init__(self, error: DomainError, *, headers: Mapping[str, str] | None = None) -> None:

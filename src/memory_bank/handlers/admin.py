@@ -98,6 +98,7 @@ class AdminHandlers:
                 body.permissions,
                 name=body.name,
                 expires_at=expires_at,
+                by=principal,
             )
         except AgentIdIsAName as exc:
             raise Conflict(str(exc), [FieldError("/body/agent_id", "value", str(exc))]) from None
@@ -115,13 +116,13 @@ class AdminHandlers:
 
     async def revoke_token(self, principal: Principal, *, token_id: str) -> Reply[None]:
         await self._may_change(principal)
-        if not await run_in_threadpool(self._tokens.revoke, token_id, principal.org_id):
+        if not await run_in_threadpool(self._tokens.revoke, token_id, principal.org_id, principal):
             raise NotFound(f"no live token has the id {token_id}")
         return Reply(None)
 
     async def rotate_token(self, principal: Principal, *, token_id: str) -> Reply[models.TokenSecret]:
         await self._may_change(principal)
-        rotated = await run_in_threadpool(self._tokens.rotate, token_id, principal.org_id)
+        rotated = await run_in_threadpool(self._tokens.rotate, token_id, principal.org_id, principal)
         if rotated is None:
             raise NotFound(f"no live token has the id {token_id}")
         return Reply(_secret(rotated))
@@ -135,15 +136,15 @@ class AdminHandlers:
 
     async def create_agent(self, principal: Principal, *, body: models.AgentCreate) -> Reply[models.Agent]:
         await self._may_change(principal)
-        row = await run_in_threadpool(self._agents.create, principal.org_id, body.name)
+        row = await run_in_threadpool(self._agents.create, principal.org_id, body.name, principal)
         return Reply(to_model(models.Agent, row), 201)
 
     async def deactivate_agent(self, principal: Principal, *, agent_id: str) -> Reply[models.Agent]:
         _owner_id("/path/agent_id", "agent", agent_id)
         await self._may_change(principal)
-        return Reply(_agent(await run_in_threadpool(self._agents.deactivate, agent_id, principal.org_id), agent_id))
+        return Reply(_agent(await run_in_threadpool(self._agents.deactivate, agent_id, principal.org_id, principal), agent_id))
 
     async def reactivate_agent(self, principal: Principal, *, agent_id: str) -> Reply[models.Agent]:
         _owner_id("/path/agent_id", "agent", agent_id)
         await self._may_change(principal)
-        return Reply(_agent(await run_in_threadpool(self._agents.reactivate, agent_id, principal.org_id), agent_id))
+        return Reply(_agent(await run_in_threadpool(self._agents.reactivate, agent_id, principal.org_id, principal), agent_id))

@@ -7,7 +7,7 @@ learns nothing about other orgs. The lookup is a fresh indexed read on every wri
 (no cache): replicas share nothing, and a deactivation must bite at once everywhere.
 It is a read before the write, though: a write that passed it just before a deactivation
 would still commit after the admin was answered. The write's own transaction therefore
-reads the agent again (``store.agents.writing_as``), and that read is what makes the
+reads the agent again (``store.fence.writing_as``), and that read is what makes the
 deactivation final; this one answers early and names the agent in the audit event.
 
 The registry is any ``AgentDirectory`` (``store.agents.AgentStore`` in the app), so the

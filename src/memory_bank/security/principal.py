@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,10 @@ class Principal:
     permissions: frozenset[str]
     #: The authorization server that issued the JWT this principal came from; None for an ``mb_`` token.
     issuer: str | None = None
+    #: The digest (``security.tokens.digest``) of the ``mb_`` secret this principal was verified
+    #: from: what each write's transaction checks is still live (``store.fence.writing_as``).
+    #: None for a JWT and for the CLI's operator, who have no token row to revoke or rotate.
+    secret_digest: str | None = field(default=None, repr=False)
 
     def allows(self, permission: str) -> bool:
         """``memory:admin`` implies every other memory permission."""

@@ -14,6 +14,8 @@ import secrets
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
+from memory_bank.errors import Unauthorized
+
 TOKEN_PREFIX = "mb_"
 PERMISSIONS = frozenset({"memory:read", "memory:write", "memory:admin"})
 
@@ -39,6 +41,18 @@ def mint() -> str:
 def visible_prefix(plaintext: str) -> str:
     """What a list shows of a token: ``mb_`` and its first random characters."""
     return plaintext[: len(TOKEN_PREFIX) + VISIBLE_CHARACTERS]
+
+
+#: What a caller is told whose token is unknown, revoked or rotated away.
+NOT_VALID = "the bearer token is not valid"
+
+
+def expired(expires_at: datetime | None, now: datetime) -> Unauthorized | None:
+    """The refusal of a token past its expiry at ``now``, at a request's start (``TokenStore.verify``)
+    or in its write (``store.fence``); None while it lives."""
+    if expires_at is None or not is_expired(expires_at, now):
+        return None
+    return Unauthorized(f"the bearer token expired at {expires_at:%Y-%m-%dT%H:%M:%SZ}")
 
 
 def is_expired(expires_at: datetime | None, now: datetime) -> bool:

@@ -7,25 +7,25 @@ refused. ``agent create`` is for agents that act through agent-less tokens by na
 themselves in ``agent_id``. Which agent a write may act as is decided in
 ``security.agents``; this module only keeps rows, so the security package holds no SQL.
 
-Every write an agent makes runs in ``writing_as``, which reads the agent's row again inside
-the write's transaction: the check ``security.agents`` makes before the write is a read of
-its own, and writes that passed it just before a deactivation committed after the admin
-was answered (up to 170 ms later, of 150 at once on MariaDB).
+Every write an agent makes runs in ``store.fence.writing_as``, which reads the agent's row
+again inside the write's transaction: the check ``security.agents`` makes before the write is
+a read of its own, and writes that passed it just before a deactivation committed after the
+admin was answered (up to 170 ms later, of 150 at once on MariaDB).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Collection
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
-from memory_bank.errors import PermissionDenied
-from memory_bank.security.principal import check_owner_id
+from memory_bank.security.principal import Principal, check_owner_id
 from memory_bank.store.columns import new_id
+from memory_bank.store.contention import retried_after_deadlock
 from memory_bank.store.database import transaction
+from memory_bank.store.fence import writing_by
 from memory_bank.store.keyset import AGENTS
 from memory_bank.store.tables import AgentRow
 
@@ -75,44 +75,17 @@ def register_for_token(session: Session, org_id: str, agent_id: str | None) -> N
         raise UnusableAgent(f"agent {agent_id!r} is deactivated in org {org_id!r}")
 
 
-@contextmanager
-def writing_as(engine: Engine, org_id: str, agent_id: str | None, *, read_committed: bool = False) -> Iterator[Session]:
-    """A write transaction (``transaction(write=True)``) of ``agent_id`` in ``org_id``; refused with
-    ``PermissionDenied.deactivated``, as ``resolve_agent`` refuses, if the agent is deactivated.
-
-    The agent's row is read first, before the write takes any other lock, and on MySQL/MariaDB
-    with a share lock held until COMMIT: a deactivation's UPDATE (``AgentStore.deactivate``)
-    waits for the writes already past this read, and the writes after it wait for the
-    deactivation and then read it. So once a deactivation has committed, and been answered,
-    no write of the agent commits. Share locks do not conflict with each other, so writes of
-    one agent do not queue behind one another; being every such transaction's first lock, it
-    closes no cycle with the locks they take after it. On SQLite a write transaction is alone
-    with the file (``BEGIN IMMEDIATE``), so the read alone suffices.
-
-    ``agent_id`` None (the operator's CLI import writes as no agent) reads nothing. Nor does a
-    row that is missing refuse: agents are never deleted, so ``resolve_agent`` has already told
-    an unregistered agent, and store callers that name no registered agent keep writing.
-    """
-    with transaction(engine, write=True, read_committed=read_committed) as session:
-        if agent_id is not None:
-            statement = sa.select(col(AgentRow.id), col(AgentRow.active)).where(
-                col(AgentRow.org_id) == org_id, col(AgentRow.id) == agent_id
-            )
-            for found, active in session.execute(statement.with_for_update(read=True)):
-                if found == agent_id and not active:  # exact: MariaDB's PAD SPACE also matches ``agent_id + " "``
-                    raise PermissionDenied.deactivated(agent_id)
-        yield session
-
-
 class AgentStore:
     """Create, find, list, deactivate and reactivate agents; the CLI, the admin API and the resolver share it."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
-    def create(self, org_id: str, name: str) -> AgentRow:
+    def create(self, org_id: str, name: str, by: Principal | None = None) -> AgentRow:
+        """Register an agent; ``by``: the admin asking (None: the CLI's operator), fenced as every
+        write is (``store.fence.writing_by``), as are ``deactivate`` and ``reactivate``."""
         row = AgentRow(org_id=check_owner_id("org", org_id), id=new_id(), name=name)
-        with transaction(self._engine, write=True) as session:
+        with writing_by(self._engine, by) as session:
             session.add(row)
         return row
 
@@ -139,23 +112,24 @@ class AgentStore:
         statement = sa.select(AgentRow).where(col(AgentRow.org_id) == org_id)
         return AGENTS.page(self._engine, statement, limit, cursor, descending=False)
 
-    def deactivate(self, agent_id: str, org_id: str | None = None) -> list[AgentRow]:
+    def deactivate(self, agent_id: str, org_id: str | None = None, by: Principal | None = None) -> list[AgentRow]:
         """Deactivate ``agent_id`` (in ``org_id``, if given); returns the rows it matched.
 
         Ids chosen at ``token create --agent`` time may repeat across orgs, so more
         than one match without an org is refused and nothing changes.
         """
-        return self._set_active(agent_id, org_id, active=False)
+        return self._set_active(agent_id, org_id, by, active=False)
 
-    def reactivate(self, agent_id: str, org_id: str | None = None) -> list[AgentRow]:
+    def reactivate(self, agent_id: str, org_id: str | None = None, by: Principal | None = None) -> list[AgentRow]:
         """Let a deactivated agent write again; matched as ``deactivate`` matches."""
-        return self._set_active(agent_id, org_id, active=True)
+        return self._set_active(agent_id, org_id, by, active=True)
 
-    def _set_active(self, agent_id: str, org_id: str | None, *, active: bool) -> list[AgentRow]:
+    @retried_after_deadlock  # an agent's token (de)activating it: its fence's share lock, then the UPDATE's
+    def _set_active(self, agent_id: str, org_id: str | None, by: Principal | None, *, active: bool) -> list[AgentRow]:
         statement = sa.select(AgentRow).where(col(AgentRow.id) == agent_id)
         if org_id is not None:
             statement = statement.where(col(AgentRow.org_id) == org_id)
-        with transaction(self._engine, write=True) as session:
+        with writing_by(self._engine, by) as session:
             rows = [row for row in session.scalars(statement) if row.id == agent_id]  # exact: no PAD SPACE match
             if len(rows) == 1:
                 rows[0].active = active

@@ -48,10 +48,10 @@ from sqlmodel import Session, col
 
 from memory_bank.errors import Conflict, FieldError, InvalidInput
 from memory_bank.security.principal import Principal
-from memory_bank.store.agents import writing_as
 from memory_bank.store.columns import ID_LENGTH, UTCDateTime, command_line_safe, utcnow
 from memory_bank.store.contention import DatabaseBusy
 from memory_bank.store.database import transaction
+from memory_bank.store.fence import writing_as
 from memory_bank.store.filters import current, owned_by
 from memory_bank.store.idempotency import (
     CONTENT_KEY_PREFIX,
@@ -564,7 +564,7 @@ def _retrying(engine: Engine, principal: Principal, write: Callable[[Session], T
     deactivated: the batches written before stay), again when a concurrent writer got in first."""
     for _ in range(BATCH_ATTEMPTS):
         try:
-            with writing_as(engine, principal.org_id, principal.agent_id) as session:
+            with writing_as(engine, principal, principal.agent_id) as session:
                 return write(session)
         except (Raced, IntegrityError):
             continue

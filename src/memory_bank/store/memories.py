@@ -33,10 +33,10 @@ from memory_bank.errors import BackendUnavailable, Conflict, NotFound
 from memory_bank.security.principal import Principal
 from memory_bank.settings import Settings
 from memory_bank.store import importer
-from memory_bank.store.agents import writing_as
 from memory_bank.store.columns import new_id, utcnow
 from memory_bank.store.contention import DatabaseBusy, retried_after_deadlock
 from memory_bank.store.database import search_backend, transaction, vector_index
+from memory_bank.store.fence import writing_as
 from memory_bank.store.filters import MemoryFilter, current, not_deleted, owned_by, visible_to
 from memory_bank.store.idempotency import (
     CONTENT_KEY_PREFIX,
@@ -136,7 +136,7 @@ class MemoryStore:
         keypath: str | None = values.get("keypath")
         for _ in range(SAVE_ATTEMPTS):
             try:
-                with writing_as(self._engine, principal.org_id, agent) as session:
+                with writing_as(self._engine, principal, agent) as session:
                     return self._insert(session, principal, agent, values, idempotency_key=key), True
             except IntegrityError:
                 with transaction(self._engine) as session:
@@ -280,7 +280,7 @@ class MemoryStore:
 
         A patch that changes nothing (a client's retry, say) writes nothing and returns the head.
         """
-        with writing_as(self._engine, principal.org_id, principal.agent_id) as session:
+        with writing_as(self._engine, principal, principal.agent_id) as session:
             head = self._writable(session, principal, memory_id)
             if head.superseded_at is not None:
                 raise _superseded(session, head, "patch")
@@ -337,7 +337,7 @@ class MemoryStore:
             self._delete_once(principal, memory_id)
 
     def _delete_once(self, principal: Principal, memory_id: str) -> None:
-        with writing_as(self._engine, principal.org_id, principal.agent_id) as session:
+        with writing_as(self._engine, principal, principal.agent_id) as session:
             head = self._writable(session, principal, memory_id)
             if head.superseded_at is not None:
                 raise _superseded(session, head, "delete")
@@ -414,7 +414,7 @@ class MemoryStore:
         # into that range deadlocked with the PUTs queued on it: of 100 PUTs at once, 354
         # deadlocks and a quarter out of attempts (409). READ COMMITTED takes record locks only,
         # and reads what the winner committed: the same 100 all land, none deadlocking.
-        with writing_as(self._engine, principal.org_id, agent, read_committed=True) as session:
+        with writing_as(self._engine, principal, agent, read_committed=True) as session:
             head = self._current_at(session, principal, keypath)
             if head is not None:  # lock only a value that is there
                 head = self._current_at(session, principal, keypath, lock=True)
@@ -442,7 +442,7 @@ class MemoryStore:
     # -- feedback -------------------------------------------------------------
 
     def add_feedback(self, principal: Principal, memory_id: str, fields: Mapping[str, Any]) -> FeedbackRow:
-        with writing_as(self._engine, principal.org_id, principal.agent_id) as session:
+        with writing_as(self._engine, principal, principal.agent_id) as session:
             memory = self._readable(session, principal, memory_id)  # feedback needs only read access
             row = FeedbackRow(**fields, memory_id=memory.id, org_id=principal.org_id, user_id=principal.user_id)
             session.add(row)

@@ -18,10 +18,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import col
 
-from memory_bank.errors import Conflict, Unauthorized
+from memory_bank.errors import Conflict
 from memory_bank.security.principal import Principal, check_owner_id
 from memory_bank.security.tokens import (
     digest,
+    expired,
     granted,
     is_expired,
     mint,
@@ -30,8 +31,9 @@ from memory_bank.security.tokens import (
 )
 from memory_bank.store.agents import register_for_token
 from memory_bank.store.columns import utcnow
-from memory_bank.store.contention import DatabaseBusy
+from memory_bank.store.contention import DatabaseBusy, retried_after_deadlock
 from memory_bank.store.database import transaction
+from memory_bank.store.fence import writing_by
 from memory_bank.store.keyset import TOKENS
 from memory_bank.store.tables import TokenRow
 
@@ -52,8 +54,13 @@ class TokenStore:
         *,
         name: str | None = None,
         expires_at: datetime | None = None,
+        by: Principal | None = None,
     ) -> tuple[str, TokenRow]:
-        """Mint a token; the plaintext is returned here and never again."""
+        """Mint a token; the plaintext is returned here and never again.
+
+        ``by``: the admin asking (None: the CLI's operator), fenced as every write is
+        (``store.fence.writing_by``), as are ``revoke`` and ``rotate``.
+        """
         check_owner_id("org", org_id)
         check_owner_id("user", user_id)
         if agent_id is not None:
@@ -70,7 +77,7 @@ class TokenStore:
             permissions=chosen,
             expires_at=expires_at,
         )
-        with transaction(self._engine, write=True) as session:
+        with writing_by(self._engine, by) as session:
             register_for_token(session, org_id, agent_id)
             session.add(row)
         return plaintext, row
@@ -87,8 +94,9 @@ class TokenStore:
         if row is None:
             return None
         now = utcnow()
-        if is_expired(row.expires_at, now):
-            raise Unauthorized(f"the bearer token expired at {row.expires_at:%Y-%m-%dT%H:%M:%SZ}")
+        refusal = expired(row.expires_at, now)
+        if refusal is not None:
+            raise refusal
         if use_is_stale(row.last_used_at, now):
             self._record_use(row, now)
         return Principal(
@@ -97,6 +105,7 @@ class TokenStore:
             user_id=row.user_id,
             agent_id=row.agent_id,
             permissions=frozenset(row.permissions),
+            secret_digest=row.token_hash,
         )
 
     def _record_use(self, row: TokenRow, now: datetime) -> None:
@@ -131,14 +140,16 @@ class TokenStore:
         with transaction(self._engine) as session:
             return session.scalars(self._by_id(sa.select(TokenRow), token_id, org_id)).first()
 
-    def revoke(self, token_id: str, org_id: str | None = None) -> bool:
+    @retried_after_deadlock  # two admins revoking each other's tokens: each fence holds what the other's UPDATE wants
+    def revoke(self, token_id: str, org_id: str | None = None, by: Principal | None = None) -> bool:
         """Stop a token from authenticating; False when no live token has this id (in ``org_id``)."""
         statement = self._by_id(sa.update(TokenRow), token_id, org_id).where(col(TokenRow.revoked_at).is_(None))
-        with transaction(self._engine, write=True) as session:
+        with writing_by(self._engine, by) as session:
             result: sa.CursorResult[Any] = session.execute(statement.values(revoked_at=utcnow()))  # type: ignore[assignment]
             return result.rowcount == 1
 
-    def rotate(self, token_id: str, org_id: str | None = None) -> tuple[str, TokenRow] | None:
+    @retried_after_deadlock  # as ``revoke``
+    def rotate(self, token_id: str, org_id: str | None = None, by: Principal | None = None) -> tuple[str, TokenRow] | None:
         """A new secret for a live token, same id and grants; the old secret stops working at once.
 
         None when no live token has this id. The swap is conditional on the secret read,
@@ -151,7 +162,7 @@ class TokenStore:
         token instead.
         """
         plaintext = mint()
-        with transaction(self._engine, write=True) as session:
+        with writing_by(self._engine, by) as session:
             row = session.scalars(
                 self._by_id(sa.select(TokenRow), token_id, org_id).where(col(TokenRow.revoked_at).is_(None))
             ).first()
