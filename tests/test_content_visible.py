@@ -31,7 +31,7 @@ from memory_bank.errors import field_errors
 from memory_bank.generated.catalog import CAPABILITIES
 from memory_bank.generated.models import MemoryCreate
 from memory_bank.generated.spec import SPEC
-from memory_bank.security.principal import _INVISIBLE
+from memory_bank.owner_ids import _INVISIBLE
 from support.clients import MakeClient, MakeToken
 from support.mcp_live import MEMORY_BANK, call_tool, tool_problem
 from support.transfer import exported, ndjson

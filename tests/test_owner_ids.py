@@ -17,16 +17,16 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from support.owner_ids import takes_owner_id
 from typer.testing import CliRunner
 
 from memory_bank.cli import app
 from memory_bank.generated.spec import SPEC
-from memory_bank.security.principal import MAX_OWNER_ID_LENGTH, check_owner_id
+from memory_bank.owner_ids import MAX_OWNER_ID_LENGTH, check_owner_id
 from memory_bank.settings import Settings
 from memory_bank.store import open_database
 from memory_bank.store.agents import AgentStore
 from memory_bank.store.tokens import TokenStore
-from support.owner_ids import takes_owner_id
 
 BAD_IDS = ["acme ", " acme", "acme\t", "acme\n", "", "a\x00b", "a\x7fb", "a" * (MAX_OWNER_ID_LENGTH + 1), "\u00a0acme"]
 

@@ -22,7 +22,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-from memory_bank.security.principal import check_owner_id
+from memory_bank.owner_ids import check_owner_id
 
 ENV_PREFIX = "MEMORY_BANK_"
 #: The folder under the user's data directory (XDG on Linux) that holds the embedded database.

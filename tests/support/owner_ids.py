@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory_bank.security.principal import check_owner_id
+from memory_bank.owner_ids import check_owner_id
 
 
 def takes_owner_id(value: str) -> bool:

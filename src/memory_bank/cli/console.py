@@ -26,7 +26,8 @@ from typer.core import TyperGroup
 
 from memory_bank.errors import DomainError, ErrorCode, field_errors
 from memory_bank.generated import models
-from memory_bank.security.principal import Principal, check_owner_id
+from memory_bank.owner_ids import check_owner_id
+from memory_bank.security.principal import Principal
 from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.settings import Settings, get_settings, setting_errors
 from memory_bank.store.columns import ID_LENGTH

@@ -17,8 +17,9 @@ from starlette.concurrency import run_in_threadpool
 from memory_bank.errors import Conflict, FieldError, InvalidInput, NotFound, PermissionDenied, fields_from
 from memory_bank.generated import models
 from memory_bank.handlers.convert import to_model
+from memory_bank.owner_ids import check_owner_id
 from memory_bank.reply import Reply
-from memory_bank.security.principal import Principal, check_owner_id
+from memory_bank.security.principal import Principal
 from memory_bank.store.agents import AgentIdIsAName, AgentStore, UnusableAgent
 from memory_bank.store.columns import utcnow
 from memory_bank.store.tables import AgentRow, TokenRow

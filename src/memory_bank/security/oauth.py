@@ -32,7 +32,8 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
 from memory_bank.errors import BackendUnavailable, Unauthorized
-from memory_bank.security.principal import Principal, check_owner_id
+from memory_bank.owner_ids import check_owner_id
+from memory_bank.security.principal import Principal
 from memory_bank.security.tokens import PERMISSIONS, TOKEN_PREFIX
 from memory_bank.settings import Settings, jwt_type
 

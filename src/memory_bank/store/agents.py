@@ -21,7 +21,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
-from memory_bank.security.principal import Principal, check_owner_id
+from memory_bank.owner_ids import check_owner_id
+from memory_bank.security.principal import Principal
 from memory_bank.store.columns import new_id
 from memory_bank.store.contention import retried_after_deadlock
 from memory_bank.store.database import transaction

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Mapped
 from sqlmodel import col
 
 from memory_bank.errors import FieldError, InvalidInput
-from memory_bank.security.principal import MAX_OWNER_ID_LENGTH
+from memory_bank.owner_ids import MAX_OWNER_ID_LENGTH
 from memory_bank.store.columns import ID_LENGTH
 from memory_bank.store.database import transaction
 from memory_bank.store.tables import AgentRow, MemoryRow, TokenRow

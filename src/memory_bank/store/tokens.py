@@ -19,7 +19,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col
 
 from memory_bank.errors import Conflict
-from memory_bank.security.principal import Principal, check_owner_id
+from memory_bank.owner_ids import check_owner_id
+from memory_bank.security.principal import Principal
 from memory_bank.security.tokens import (
     digest,
     expired,
