@@ -10,12 +10,11 @@ import importlib.util
 import ipaddress
 import json
 from enum import StrEnum
-from functools import lru_cache, partial
+from functools import cache, lru_cache, partial
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from joserfc.jws import JWSRegistry
 from platformdirs import user_data_path
 from pydantic import AfterValidator, Field, Strict, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -30,9 +29,6 @@ APP_DIRECTORY = "memory-bank"
 DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
 #: Settings whose value may carry a password or a token: never echoed back in an error.
 SECRET_FIELDS = frozenset({"database_url", "redis_url", "token", "public_url"})
-#: The JWS algorithms an access token may be signed with: the public-key ones of joserfc, which
-#: verifies them, by their exact names (it knows no ``rs256``).
-ASYMMETRIC_ALGORITHMS = tuple(sorted(name for name, algorithm in JWSRegistry.algorithms.items() if algorithm.key_type != "oct"))
 #: The databases the store runs on: backend -> (SQLAlchemy driver, its module, the extra that installs it).
 DATABASE_DRIVERS = {
     "sqlite": ("pysqlite", "sqlite3", None),
@@ -195,14 +191,13 @@ class Settings(BaseSettings):
     @field_validator("oauth_algorithms", mode="before")
     @classmethod
     def _algorithms(cls, value: Any) -> Any:
-        names = value
-        if isinstance(value, str):  # blank is no algorithm at all; a blank item between commas is a slip
-            names = [part.strip() for part in value.split(",")] if value.strip() else []
+        names = _comma_separated(value)
         if isinstance(names, list):
-            refused = [repr(name) if name else "an empty item" for name in names if name not in ASYMMETRIC_ALGORITHMS]
+            accepted = asymmetric_algorithms()
+            refused = [repr(name) if name else "an empty item" for name in names if name not in accepted]
             if refused or not names:
                 raise ValueError(
-                    f"a comma-separated list of asymmetric JWS algorithms, each one of {', '.join(ASYMMETRIC_ALGORITHMS)} "
+                    f"a comma-separated list of asymmetric JWS algorithms, each one of {', '.join(accepted)} "
                     f"(e.g. RS256,ES256); refused: {', '.join(refused) or 'an empty list'}"
                 )
         return names
@@ -211,7 +206,7 @@ class Settings(BaseSettings):
     @classmethod
     def _token_types(cls, value: Any) -> Any:
         """Compared as RFC 7515 says ``typ`` is: without case and without ``application/``."""
-        names = [part.strip() for part in value.split(",")] if isinstance(value, str) else value
+        names = _comma_separated(value)
         if isinstance(names, list):
             if not names or not all(isinstance(name, str) and name for name in names):
                 raise ValueError("a comma-separated list of JWT typ values without empty items, e.g. at+jwt or at+jwt,JWT")
@@ -234,6 +229,24 @@ class Settings(BaseSettings):
         if "public_url" in self.model_fields_set:
             return self
         return self.model_copy(update={"public_url": f"http://{_reachable(host)}:{port}"})
+
+
+def _comma_separated(value: Any) -> Any:
+    """A setting's comma-separated text as its stripped items (blank: none; a blank item
+    between commas stays, for the validator to name as a slip); any other value as it is."""
+    if not isinstance(value, str):
+        return value
+    return [part.strip() for part in value.split(",")] if value.strip() else []
+
+
+@cache
+def asymmetric_algorithms() -> tuple[str, ...]:
+    """The JWS algorithms an access token may be signed with: the public-key ones of joserfc,
+    which verifies them, by their exact names (it knows no ``rs256``). Read only when a value is
+    checked: importing joserfc costs every command's start about 0.1 s."""
+    from joserfc.jws import JWSRegistry
+
+    return tuple(sorted(name for name, algorithm in JWSRegistry.algorithms.items() if algorithm.key_type != "oct"))
 
 
 def jwt_type(typ: str) -> str:
