@@ -6,6 +6,8 @@ unknown method) is charged by the MCP layer. Checked as a property: for any sequ
 of requests from one org, the requests that count are admitted up to the budget and
 refused with ``rate_limited`` after it, and the ones REST would not charge (a
 permission refusal) never count. Raw JSON-RPC over HTTP, so each step is one request.
+A request refused without a tool result is refused in HTTP's terms too (429 and
+``Retry-After``), with its JSON-RPC error as the body, which the Python SDK surfaces.
 """
 
 from __future__ import annotations
@@ -22,10 +24,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from support.clock import pinned
-from support.mcp_live import LiveServer, live_server, post_rpc
+from mcp.shared.exceptions import MCPError
+
+from support.mcp_live import LiveServer, live_server, rpc_response
 
 BUDGET = 4
 REFUSED = -32000
+#: ``support.clock.pinned`` is 15 s into its minute.
+WAIT = 45
 
 
 @dataclass(frozen=True)
@@ -75,7 +81,24 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 def send(http: httpx.Client, server: LiveServer, step: Step, token: str) -> Any:
     if step.method == "REST":
         return http.get(server.url + "/v1/memory", headers={"Authorization": f"Bearer {token}"})
-    return post_rpc(http, server, token, step.method, step.params)
+    response = rpc_response(http, server.mcp_url, token, step.method, step.params)
+    if response.status_code != 200:
+        check_http_refusal(response)
+    return response.json()
+
+
+def check_http_refusal(response: httpx.Response, request_id: str | int = 1) -> dict[str, Any]:
+    """A request refused before it ran: 429 with ``Retry-After``, and the JSON-RPC error for its id
+    (with the problem and the same wait as ``data``) as the application/json the SDKs read; its error."""
+    assert response.status_code == 429, response.text
+    assert response.headers["content-type"] == "application/json"
+    assert response.headers["retry-after"] == str(WAIT)
+    body = response.json()
+    assert body["jsonrpc"] == "2.0" and body["id"] == request_id
+    error: dict[str, Any] = body["error"]
+    assert error["code"] == REFUSED and "budget" in error["message"]
+    assert error["data"]["code"] == "rate_limited" and error["data"]["retry_after_seconds"] == WAIT
+    return error
 
 
 def problem_of(answer: Any) -> dict[str, Any] | None:
@@ -114,14 +137,26 @@ def test_each_request_counts_once_and_only_after_its_permission_check(server: Li
                 assert (problem_of(answer) or {}).get("code") == "permission_denied", (name, answer)
 
 
-def test_a_refused_request_without_a_tool_result_is_a_json_rpc_error_with_the_wait(server: LiveServer) -> None:
-    token = server.token()
+@pytest.mark.parametrize("method", ["tools/list", "initialize", "ping"])
+def test_a_refused_request_without_a_tool_result_is_429_with_the_wait_and_its_json_rpc_error(
+    server: LiveServer, method: str
+) -> None:
+    token, params = server.token(), STEPS[method].params
     with httpx.Client(timeout=30) as http:
-        answers = [send(http, server, STEPS["tools/list"], token) for _ in range(BUDGET + 1)]
-    assert all("result" in answer for answer in answers[:BUDGET])
-    error = answers[BUDGET]["error"]
-    assert error["code"] == REFUSED and "budget" in error["message"]
-    assert error["data"]["code"] == "rate_limited" and 1 <= error["data"]["retry_after_seconds"] <= 60
+        admitted = [rpc_response(http, server.mcp_url, token, method, params).status_code for _ in range(BUDGET)]
+        refused = rpc_response(http, server.mcp_url, token, method, params, id="the-last")
+    assert admitted == [200] * BUDGET
+    check_http_refusal(refused, "the-last")
+
+
+async def test_the_python_sdk_surfaces_the_refusal_as_its_json_rpc_error(server: LiveServer) -> None:
+    async with server.client(server.token()) as client:  # the handshake is the first request charged
+        for _ in range(BUDGET - 1):
+            await client.list_tools()
+        with pytest.raises(MCPError) as refused:
+            await client.list_tools()
+    assert refused.value.code == REFUSED and "budget" in refused.value.message
+    assert refused.value.data == {**refused.value.data, "code": "rate_limited", "retry_after_seconds": WAIT}
 
 
 def test_a_refused_tool_call_is_a_tool_result_with_the_wait(server: LiveServer) -> None:

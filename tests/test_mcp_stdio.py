@@ -99,6 +99,18 @@ def test_a_line_that_is_not_one_message_is_answered_not_dropped(stdio_env: dict[
     assert {"jsonrpc": "2.0", "id": 3, "result": {}} in replies
 
 
+def test_a_spent_budget_refuses_a_listing_over_stdio_with_its_json_rpc_error_and_the_wait(stdio_env: dict[str, str]) -> None:
+    """stdio has no status to say it with: the server itself charges what no tool result answers.
+    A budget of one is spent by the handshake (a new calendar minute could free one more request)."""
+    listings = [{"jsonrpc": "2.0", "id": n, "method": "tools/list"} for n in (1, 2)]
+    replies = converse({**stdio_env, "MEMORY_BANK_RATE_LIMIT_RPM": "1"}, [*OPENING, *listings], 3)
+    refusals = [reply["error"] for reply in replies[1:] if reply and "error" in reply]
+    assert refusals, replies
+    for error in refusals:
+        assert error["code"] == -32000 and error["data"]["code"] == "rate_limited"
+        assert 1 <= error["data"]["retry_after_seconds"] <= 60
+
+
 def test_a_key_given_twice_is_refused_as_http_refuses_it(stdio_env: dict[str, str]) -> None:
     """The SDK's reader keeps the later member; the raw line is checked as HTTP checks a body. The
     refusal answers the request's id, unless ``"id"`` is the key given twice; the session goes on."""

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from memory_bank.settings import McpToolsMode
@@ -65,6 +66,9 @@ def problem_of(call: dict[str, Any]) -> dict[str, Any]:
     return problem
 
 
+def rest_call(http: httpx.Client, server: LiveServer, token: str) -> int:
+    return http.get(server.url + "/v1/memory", headers={"Authorization": f"Bearer {token}"}).status_code
+
 
 def test_failures_and_successes_pass_the_sdk_schema_checks(node: str, server: LiveServer) -> None:
     calls = [
@@ -90,3 +94,14 @@ def test_a_spent_budget_reaches_the_sdk_with_its_retry_hint(node: str, server: L
     assert problem["code"] == "rate_limited"
     assert 1 <= problem["retry_after_seconds"] <= 60
     assert all(problem_of(call)["code"] == "rate_limited" for call in refused)
+
+
+def test_a_refused_listing_reaches_the_sdk_as_an_http_429_naming_the_code_and_the_wait(node: str, server: LiveServer) -> None:
+    token = server.token()
+    with httpx.Client(timeout=30) as http:  # the handshake then spends the budget's last request
+        spent = [rest_call(http, server, token) for _ in range(BUDGET - 1)]
+    assert spent == [200] * (BUDGET - 1)
+    refused = run_calls(node, server, token, [])["listThrown"]
+    # The SDK throws the status as the code, with the body (the JSON-RPC error) in its message.
+    assert refused["code"] == 429, refused
+    assert '"code":"rate_limited"' in refused["message"] and '"retry_after_seconds":45' in refused["message"]

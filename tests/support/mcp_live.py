@@ -76,13 +76,19 @@ def call_tool(client: TestClient, token: str, name: str, arguments: dict[str, An
     return result
 
 
-def post_rpc(http: httpx.Client, server: LiveServer, token: str, method: str, params: dict[str, Any] | None = None) -> Any:
-    """One JSON-RPC request to ``/mcp`` as a bare HTTP POST (stateless: no handshake needed); its JSON answer."""
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": method}
+def rpc_response(
+    http: httpx.Client | TestClient, mcp_url: str, token: str, method: str, params: dict[str, Any] | None = None, id: str | int = 1
+) -> httpx.Response:
+    """One JSON-RPC request to ``mcp_url`` as a bare HTTP POST (stateless: no handshake needed), whatever its status."""
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
     if params is not None:
         message["params"] = params
-    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
-    response = http.post(server.mcp_url, json=message, headers=headers)
+    return http.post(mcp_url, json=message, headers={**MCP_HEADERS, "Authorization": f"Bearer {token}"})
+
+
+def post_rpc(http: httpx.Client, server: LiveServer, token: str, method: str, params: dict[str, Any] | None = None) -> Any:
+    """One JSON-RPC request to ``/mcp`` answered with 200; its JSON answer."""
+    response = rpc_response(http, server.mcp_url, token, method, params)
     assert response.status_code == 200, response.text
     return response.json()
 

@@ -12,9 +12,10 @@ the method is POST (a stateless server has no event stream to open with GET and 
 session to DELETE), the bearer token is valid (else 401 with ``WWW-Authenticate:
 Bearer resource_metadata=...`` pointing at the RFC 9728 document served next to it),
 the media types are JSON, the body fits, it is one JSON-RPC message of a protocol
-revision the SDK speaks (``envelope``), and an OAuth token's tool call has the scope its
+revision the SDK speaks (``envelope``), an OAuth token's tool call has the scope its
 operation needs (else 403 ``insufficient_scope``, which an OAuth client answers by asking
-for that scope).
+for that scope), and a request that no tool result will answer fits the org's budget
+(``metering``; else ``_refused``: 429 ``rate_limited``, or 503 ``rate_limit_unavailable``).
 Refusals before the body is read are HTTP matters and answer problem+json like the
 REST API; a body that is not a JSON-RPC message gets a JSON-RPC
 error, as the protocol defines. The token is verified here once per request; a tool
@@ -31,16 +32,16 @@ from typing import Any
 from fastapi import FastAPI
 from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp_types import JSONRPCMessage, JSONRPCRequest
+from mcp_types import JSONRPCError, JSONRPCMessage, JSONRPCRequest, RequestId
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from memory_bank.api.auth import RESOURCE_METADATA_PATH, bearer_token, challenged_principal, insufficient_scope
 from memory_bank.api.bodies import read_capped
 from memory_bank.api.media import JSON, accepts, essence
-from memory_bank.api.problems import HttpRefusal, problem_response
+from memory_bank.api.problems import HttpRefusal, headers_of, problem_response, status_of
 from memory_bank.capabilities.execute.outcome import Caller
 from memory_bank.errors import (
     BackendUnavailable,
@@ -53,6 +54,7 @@ from memory_bank.errors import (
 )
 from memory_bank.mcp.envelope import EnvelopeError, check_envelope, check_protocol_version
 from memory_bank.mcp.exchange import CALL_TOOL, answer, answered_here
+from memory_bank.mcp.metering import charged_by_transport, refusal
 from memory_bank.mcp.origins import AllowedOrigins
 from memory_bank.mcp.server import build_server
 from memory_bank.mcp.tools import Toolbox
@@ -95,6 +97,20 @@ def _media_type_as_checked(scope: Scope) -> Scope:
     return {**scope, "headers": headers}
 
 
+def _refused(request_id: RequestId, error: DomainError) -> Response:
+    """A request refused before it runs, in HTTP's terms and in JSON-RPC's at once.
+
+    The status and ``Retry-After`` are the REST API's for the code (429 for a spent budget,
+    503 for a limiter that is down), for whatever reads HTTP (a gateway, a client that
+    backs off by status); the body is the JSON-RPC error for the request's id, as
+    application/json, which is what the Python SDK reads from a non-2xx answer (it
+    surfaces that error, with the problem and its ``retry_after_seconds`` as ``data``). The
+    TypeScript SDK, and mcp-remote over it, throw the status with this body as the message.
+    """
+    body = JSONRPCError(jsonrpc="2.0", id=request_id, error=refusal(error))
+    return Response(body.model_dump_json(by_alias=True), status_of(error), headers_of(error), media_type=JSON)
+
+
 def _caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
     """The caller ``McpHttp`` authenticated, from the HTTP request this message came in."""
     if ctx.request is None:
@@ -109,7 +125,7 @@ class McpHttp:
     def __init__(
         self, toolbox: Toolbox, tokens: TokenStore, oauth: OAuthTokens | None, public_url: str, *, allow_loopback: bool
     ) -> None:
-        self._server = build_server(toolbox, _caller_of)
+        self._server = build_server(toolbox, _caller_of, metered=False)  # charged in ``__call__``
         self._toolbox = toolbox
         self._tokens = tokens
         self._oauth = oauth
@@ -174,6 +190,12 @@ class McpHttp:
         except EnvelopeError as error:
             await error.response()(scope, receive, send)
             return
+        if isinstance(message, JSONRPCRequest) and charged_by_transport(message.method, message.params):
+            try:
+                await self._toolbox.admit(caller)
+            except DomainError as error:
+                await _refused(message.id, error)(scope, receive, send)
+                return
         scope["state"][_CALLER] = caller
         tool_call = answered_here(message, request)
         if tool_call is not None:  # the hot path, without the SDK's per-request session (``exchange``)

@@ -2,11 +2,14 @@
 
 A ``tools/call`` is charged where it ends (``Toolbox``): by the REST route it is
 dispatched into, after that route's permission check, or by the toolbox when it is
-answered before dispatch. Every other request (``initialize``, ``tools/list``,
-``ping``, an unknown method, and a ``tools/call`` too malformed to reach the
-toolbox) does no REST call, so it is charged here, before it runs. Notifications
-are not charged: they get no answer and change nothing, so there is nothing to
-refuse.
+answered before dispatch; a refusal there is a tool result the agent reads. Every
+other request (``initialize``, ``tools/list``, ``ping``, an unknown method, and a
+``tools/call`` too malformed to reach the toolbox) does no REST call, so it is
+charged by its transport before it runs (``charged_by_transport``) and refused with a
+JSON-RPC error (``refusal``): over stdio by the ``Metering`` middleware, over HTTP by
+``/mcp`` itself, which can also say 429 or 503 and ``Retry-After`` (``mcp.http``).
+Notifications are not charged: they get no answer and change nothing, so there is
+nothing to refuse.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp_types import ErrorData
 from pydantic import ValidationError
 
 from memory_bank.capabilities.execute.outcome import Caller, problem_for_agent
@@ -29,9 +33,9 @@ REFUSED = -32000
 CALL_TOOL = "tools/call"
 
 
-def _refused(error: DomainError) -> MCPError:
+def refusal(error: DomainError) -> ErrorData:
     """A refusal of a request that has no tool result to carry it, as a JSON-RPC error."""
-    return MCPError(code=REFUSED, message=error.detail, data=problem_for_agent(error))
+    return ErrorData(code=REFUSED, message=error.detail, data=problem_for_agent(error))
 
 
 def _reaches_toolbox(params: Any) -> bool:
@@ -43,8 +47,13 @@ def _reaches_toolbox(params: Any) -> bool:
     return True
 
 
+def charged_by_transport(method: str, params: Any) -> bool:
+    """Whether a request (not a notification) is charged before it runs, as no tool result will carry its refusal."""
+    return not (method == CALL_TOOL and _reaches_toolbox(params))
+
+
 class Metering:
-    """Server middleware: admit each request that no other layer will charge."""
+    """Server middleware: admit each request that no other layer will charge (stdio's; ``/mcp`` charges its own)."""
 
     def __init__(
         self,
@@ -55,10 +64,9 @@ class Metering:
         self._caller_of = caller_of
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        charged_later = ctx.method == CALL_TOOL and _reaches_toolbox(ctx.params)
-        if ctx.request_id is not None and not charged_later:
+        if ctx.request_id is not None and charged_by_transport(ctx.method, ctx.params):
             try:
                 await self._admit(self._caller_of(ctx))
             except DomainError as error:
-                raise _refused(error) from None
+                raise MCPError.from_error_data(refusal(error)) from None
         return await call_next(ctx)

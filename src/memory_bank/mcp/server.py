@@ -32,7 +32,10 @@ def _shown(name: str) -> str:
     return name if len(name) <= SHOWN_NAME_CHARS else name[:SHOWN_NAME_CHARS] + "..."
 
 
-def build_server(toolbox: Toolbox, caller_of: CallerOf) -> Server[Any]:
+def build_server(toolbox: Toolbox, caller_of: CallerOf, *, metered: bool) -> Server[Any]:
+    """The server; ``metered``: it charges the requests ``metering`` leaves to the transport (stdio's way;
+    ``/mcp`` charges them before the server sees them, to refuse them with an HTTP status)."""
+
     async def list_tools(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=toolbox.tools_for(caller_of(ctx)))
 
@@ -59,5 +62,6 @@ def build_server(toolbox: Toolbox, caller_of: CallerOf) -> Server[Any]:
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
-    server.middleware.append(Metering(toolbox.admit, caller_of))
+    if metered:
+        server.middleware.append(Metering(toolbox.admit, caller_of))
     return server

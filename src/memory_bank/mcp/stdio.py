@@ -70,7 +70,7 @@ async def serve_stdio(settings: Settings, create_app: Callable[[Settings], FastA
         raise StdioRefused("MEMORY_BANK_TOKEN is not a valid token (unknown, revoked or rotated)")
     # Verified once, at start: each tool call's REST request verifies the token again (revocation).
     caller = Caller(token, principal, verified_for_call=False)
-    server = build_server(app.state.mcp_toolbox, lambda ctx: caller)
+    server = build_server(app.state.mcp_toolbox, lambda ctx: caller, metered=True)
     async with app.router.lifespan_context(app):
         with claimed_stdin() as stdin:
             async with stdio_server(stdin) as (read_stream, write_stream), answering_malformed(read_stream, write_stream, stdin.taken) as messages:
