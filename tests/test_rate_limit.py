@@ -3,11 +3,13 @@
 Redis tests use the server at ``MEMORY_BANK_TEST_REDIS_URL`` (default
 ``redis://127.0.0.1:6379/0``) with a fresh org id per test, and clean up their keys;
 they skip with a reason when it is unreachable, except under ``CI=true`` where that
-is a failure. The down case starts a private ``redis-server`` and kills it.
+is a failure. The down case starts a private ``redis-server`` and kills it; a Redis URL
+where nothing listens is down too, which the core suite checks without any server.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import threading
@@ -25,11 +27,18 @@ from memory_bank.api.problems import status_of
 from memory_bank.app import create_app
 from memory_bank.errors import DomainError, ErrorCode
 from memory_bank.observability.metrics import Metrics
-from memory_bank.security.rate_limit import LocalCounter, RateLimiter, RedisCounter, redis_client
+from memory_bank.security.rate_limit import (
+    UNAVAILABLE_RETRY_AFTER_SECONDS,
+    LocalCounter,
+    RateLimiter,
+    RedisCounter,
+    redis_client,
+)
 from memory_bank.settings import Profile, Settings
 from memory_bank.store.tokens import TokenStore
 from support import backends
 from support.clock import pinned
+from support.mcp_live import call_tool, rpc_response
 from support.requirements import unavailable
 
 MINUTE = 29_000_000  # an arbitrary epoch minute for the fake clock
@@ -79,6 +88,26 @@ async def test_orgs_have_their_own_budgets_and_overrides() -> None:
         await limiter.admit("big")
     assert (await refused(limiter, "big")).code is ErrorCode.rate_limited
     assert (await refused(limiter, "acme")).code is ErrorCode.rate_limited
+
+
+class DownCounter:
+    """A counter whose backend is down: every hit fails as a refused Redis connection does."""
+
+    blocking = False
+
+    def hit(self, org_id: str, minute: int) -> int:
+        raise redis.ConnectionError("Connection refused")
+
+
+async def test_a_failing_backend_fails_closed_with_a_wait_or_open() -> None:
+    closed, metrics, _ = make_limiter(DownCounter(), fail_closed=True)
+    error = await refused(closed, "acme")
+    assert error.code is ErrorCode.rate_limit_unavailable and status_of(error) == 503
+    assert error.retry_after == UNAVAILABLE_RETRY_AFTER_SECONDS
+    assert sample(metrics, "memory_bank_rate_limiter_failures_total", outcome="closed") == 1
+
+    opened, _, _ = make_limiter(DownCounter(), fail_closed=False)
+    await opened.admit("acme")
 
 
 def test_the_local_counter_loses_no_hits_across_threads() -> None:
@@ -141,6 +170,30 @@ def test_the_app_answers_429_problem_with_retry_after(serve) -> None:
     assert response.headers["content-type"] == "application/problem+json"
     assert response.json()["code"] == "rate_limited"
     assert 1 <= int(response.headers["Retry-After"]) <= 60
+
+
+def check_limiter_down_everywhere(client: TestClient, headers: dict[str, str]) -> None:
+    """With the limiter down in a protected profile every door refuses with ``rate_limit_unavailable``
+    and the wait: REST as 503 with ``Retry-After``, a tool call as a tool result whose problem has
+    ``retry_after_seconds``, any other MCP request as 503 with ``Retry-After`` and its JSON-RPC error."""
+    wait, token = UNAVAILABLE_RETRY_AFTER_SECONDS, headers["Authorization"].removeprefix("Bearer ")
+    rest = client.get("/v1/memory", headers=headers)
+    assert (rest.status_code, rest.json()["code"], rest.headers["Retry-After"]) == (503, "rate_limit_unavailable", str(wait))
+
+    result = call_tool(client, token, "execute_capability", {"name": "listMemories"})
+    problem = json.loads(result["content"][0]["text"])
+    assert result["isError"] and (problem["code"], problem["retry_after_seconds"]) == ("rate_limit_unavailable", wait)
+
+    listing = rpc_response(client, "/mcp", token, "tools/list")
+    assert (listing.status_code, listing.headers["Retry-After"]) == (503, str(wait))
+    data = listing.json()["error"]["data"]
+    assert (data["code"], data["retry_after_seconds"]) == ("rate_limit_unavailable", wait)
+
+
+def test_a_limiter_down_in_production_refuses_every_door_with_a_wait(serve) -> None:
+    nowhere = f"redis://127.0.0.1:{backends.free_port()}/0"  # nothing listens there: Redis is down
+    client, headers_for = serve(env=Profile.production, redis_url=nowhere, public_url="http://testserver")
+    check_limiter_down_everywhere(client, headers_for("acme"))
 
 
 # -- Redis --------------------------------------------------------------------------------
@@ -233,7 +286,7 @@ def test_replicas_share_one_budget_through_redis(serve, shared_redis: str, org: 
 def test_redis_down_fails_open_in_development_and_closed_in_production(
     serve, private_redis: PrivateRedis, profile: Profile, expected: int
 ) -> None:
-    client, headers_for = serve(env=profile, redis_url=private_redis.url)
+    client, headers_for = serve(env=profile, redis_url=private_redis.url, public_url="http://testserver")
     headers = headers_for("acme")
     assert client.get("/v1/memory", headers=headers).status_code == 200  # up: counted in Redis
 
@@ -246,3 +299,5 @@ def test_redis_down_fails_open_in_development_and_closed_in_production(
         assert response.json()["code"] == "rate_limit_unavailable"
     outcome = "closed" if profile.value == "production" else "open"
     assert f'memory_bank_rate_limiter_failures_total{{outcome="{outcome}"}} 1.0' in client.get("/metrics").text
+    if expected == 503:
+        check_limiter_down_everywhere(client, headers)

@@ -9,8 +9,9 @@ only option that needs nothing running).
 
 When Redis fails (down, or slower than the short socket timeout) the profile
 decides: development lets the request through and warns, staging and production
-refuse it with ``rate_limit_unavailable``; an unmetered production would let one
-tenant starve the rest.
+refuse it with ``rate_limit_unavailable`` and a ``Retry-After`` of
+``UNAVAILABLE_RETRY_AFTER_SECONDS``; an unmetered production would let one tenant
+starve the rest.
 
 The limiter counts its refusals and backend failures into the two series of
 ``LimiterMetrics`` (``observability.metrics.Metrics`` in the app), a protocol defined
@@ -40,6 +41,12 @@ log = logging.getLogger(__name__)
 #: A minute key outlives its minute a little, so clock skew between replicas never
 #: finds it already gone while another replica still counts in it.
 KEY_TTL_SECONDS = 120
+
+#: The wait a refusal for a failing limiter backend asks for (``Retry-After``). Every request
+#: tries Redis afresh (no retries, no circuit breaker: ``redis_client``), so the limiter is back
+#: the moment Redis answers again; a Redis restart takes a second or a few, and a client that
+#: came back sooner would only spend a worker thread on one more socket timeout.
+UNAVAILABLE_RETRY_AFTER_SECONDS = 5
 
 #: INCR and, for the first hit of the minute, EXPIRE: atomic, so a key can never be
 #: left without a TTL by a client dying between the two commands.
@@ -182,7 +189,9 @@ class RateLimiter:
             self._failing = True
             log.warning("rate limiter backend failing (%s); failing %s", exc, outcome)
         if self._fail_closed:
-            raise RateLimitUnavailable("the rate limiter is unavailable; retry shortly")
+            raise RateLimitUnavailable(
+                "the rate limiter is unavailable; retry shortly", retry_after=UNAVAILABLE_RETRY_AFTER_SECONDS
+            )
 
     def _on_success(self) -> None:
         if self._failing:
