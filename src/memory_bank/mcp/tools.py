@@ -105,8 +105,8 @@ EXECUTE_TOOL = types.Tool(
         "arguments say which you need: body.content means {\"body\": {\"content\": ...}}. On success the "
         "result is the operation's JSON; on failure isError is set and the text is a JSON problem whose "
         "`code` is one of unauthorized, permission_denied, not_found, invalid_params (with `errors`: field, "
-        "rule, message), payload_too_large, conflict, rate_limited (with `retry_after_seconds`), "
-        "backend_unavailable, backend_error."
+        "rule, message), payload_too_large, conflict, rate_limited and rate_limit_unavailable (with "
+        "`retry_after_seconds`), backend_unavailable, backend_error."
     ),
     input_schema={
         "type": "object",
