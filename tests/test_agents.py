@@ -129,7 +129,7 @@ def test_cli_creates_lists_and_deactivates_agents(run_cli) -> None:
     assert run_cli("agent", "list", "--org", "acme")[1].split("\t")[2] == "inactive"
 
     code, _, err = run_cli("agent", "deactivate", "ghost")
-    assert code == 1 and "no agent 'ghost'" in err
+    assert code == 1 and "error (not_found): no agent 'ghost'" in " ".join(err.split())  # the README's one-line form
 
 
 def test_cli_token_create_registers_the_named_agent_and_says_so_when_it_is_new(run_cli) -> None:

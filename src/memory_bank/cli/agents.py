@@ -12,7 +12,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from memory_bank.cli.console import ID_ARGUMENT, LIST_PAGE, checked_id, checked_name, database, highlighted_stderr
+from memory_bank.cli.console import ID_ARGUMENT, LIST_PAGE, checked_id, checked_name, database, fail, highlighted_stderr
+from memory_bank.errors import ErrorCode
 from memory_bank.store.agents import AgentStore
 from memory_bank.store.keyset import every_page
 
@@ -45,8 +46,7 @@ def _set_active(agent_id: str, org: str | None, *, active: bool) -> None:
     store = _agents()
     matched = (store.reactivate if active else store.deactivate)(agent_id, org)
     if not matched:
-        highlighted_stderr.print(f"[red]{escape(f'no agent {agent_id!r}' + (f' in org {org!r}' if org else ''))}[/]")
-        raise typer.Exit(1)
+        raise fail(ErrorCode.not_found, f"no agent {agent_id!r}" + (f" in org {org!r}" if org else ""))
     if len(matched) > 1:
         orgs = ", ".join(sorted(row.org_id for row in matched))
         highlighted_stderr.print(f"[red]{escape(f'agent {agent_id!r} exists in several orgs ({orgs}); pass --org')}[/]")
