@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import os
 import socket
 import statistics
@@ -93,6 +94,8 @@ def serve_fastmcp(port: int, token: str) -> None:
 @contextmanager
 def serving_fastmcp(env: dict[str, str], token: str) -> Iterator[str]:
     """``serve_fastmcp`` in a subprocess on a free port until the block ends; yields its base URL."""
+    if importlib.util.find_spec("fastmcp") is None:  # the subprocess's failure is not shown: say why here
+        raise SystemExit("the FastMCP bridge needs the bench extra: .venv/bin/pip install -e '.[bench]' (or pass --in-process)")
     port = free_port()
     command = [sys.executable, __file__, "--serve-fastmcp", str(port), "--token", token]
     server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
