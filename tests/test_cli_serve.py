@@ -150,7 +150,18 @@ def test_a_start_on_a_database_with_tokens_says_how_to_mint_one(engine, capsys: 
     _bootstrap_dev_token(tokens, "http://127.0.0.1:8000")
     again = " ".join(capsys.readouterr().err.split())
     assert "Development token" in first and tokens.count() == 1
-    assert "printed at the first start" in again and "memory-bank token create --org dev --user dev" in again
+    assert "no development token is printed" in again and "memory-bank token create --org dev --user dev" in again
+
+
+def test_a_first_start_after_token_create_does_not_claim_a_token_was_printed(engine, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's "Or make one" (``token create`` before any ``serve``): no start ever printed a
+    development token, so the start must not say one was."""
+    tokens = TokenStore(engine)
+    tokens.create("acme", "ada", None, ["memory:read"])
+    _bootstrap_dev_token(tokens, "http://127.0.0.1:8000")
+    said = " ".join(capsys.readouterr().err.split())
+    assert "printed at the first start" not in said and "no development token is printed" in said
+    assert tokens.count() == 1
 
 
 def raw_exchange(url: str, request: bytes, packet: int = 1024) -> tuple[int, dict[str, str], bytes]:

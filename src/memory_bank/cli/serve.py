@@ -58,7 +58,8 @@ def _bootstrap_dev_token(tokens: TokenStore, base_url: str) -> None:
     tokens, say how to get one (a token is shown once, at its creation)."""
     if tokens.count():
         stderr.print(
-            "Tokens: the development token was printed at the first start; to mint another: "
+            "Tokens: this database has some already, so no development token is printed (a token is shown "
+            "once, when it is made); to mint one: "
             "memory-bank token create --org dev --user dev --agent dev-agent --permissions memory:read,memory:write",
             style="dim",
         )
