@@ -150,6 +150,8 @@ MCP_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         ({"Authorization": f'Bearer "{SECRET}"'}, "the bearer token is in quotes", True),
         ({"Authorization": f"Bearer '{SECRET}'"}, "the bearer token is in quotes", True),
         ({"Authorization": "Bearer <token>"}, "the bearer token is in angle brackets", True),
+        ({"Authorization": f"Bearer Bearer {SECRET}"}, "the Authorization header says Bearer twice", True),
+        ({"Authorization": f"Bearer bearer  {SECRET}"}, "the Authorization header says Bearer twice", True),
         ({"Authorization": f"Frobnicate {SECRET}"}, "the Authorization scheme is not Bearer", False),
     ],
 )

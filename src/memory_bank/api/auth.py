@@ -139,6 +139,9 @@ async def principal_of(tokens: TokenStore, token: str, oauth: OAuthTokens | None
     wrapped = _wrapper(token)
     if wrapped is not None:
         raise Unauthorized(f"the bearer token is in {wrapped}; {SEND_BEARER}, with no {wrapped} around the token")
+    first, _, rest = token.partition(" ")
+    if rest and first.casefold() == "bearer":  # "Bearer mb_..." pasted where the scheme is added (Swagger UI's Authorize)
+        raise Unauthorized(f"the Authorization header says Bearer twice; {SEND_BEARER}, the word once before the token")
     if oauth is not None and looks_like_jwt(token):
         return await oauth.verify(token)
     principal = await run_in_threadpool(tokens.verify, token)
