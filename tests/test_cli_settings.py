@@ -9,7 +9,7 @@ import socket
 import string
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib.metadata import version
 from ipaddress import IPv4Address, IPv6Address, ip_address
 from pathlib import Path
@@ -23,7 +23,7 @@ from typer.testing import CliRunner, Result
 
 from memory_bank.app import create_app
 from memory_bank.cli import app
-from memory_bank.settings import Profile, Settings, get_settings, start_refusals
+from memory_bank.settings import Profile, Settings, get_settings, start_refusals, unknown_variables
 from memory_bank.store import open_database
 from memory_bank.store.tokens import TokenStore
 
@@ -187,6 +187,42 @@ def test_the_installed_command_reports_bad_settings_without_a_traceback(tmp_path
     done = subprocess.run([MEMORY_BANK, "token", "list"], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert [line.split(":")[0] for line in lines(done.stderr)] == ["MEMORY_BANK_ENV='prod'", "MEMORY_BANK_RATE_LIMIT_RPM='abc'"]
+
+
+KNOWN_VARIABLES = [f"MEMORY_BANK_{name.upper()}" for name in Settings.model_fields]
+
+
+@HYPOTHESIS
+@given(variable=st.sampled_from(KNOWN_VARIABLES), case=st.sampled_from([str.upper, str.lower, str.title]))
+def test_a_setting_in_any_case_is_known_as_pydantic_settings_reads_it(variable: str, case: Callable[[str], str]) -> None:
+    assert unknown_variables({case(variable): "1"}) == []
+
+
+def test_a_variable_that_names_no_setting_is_told_with_the_setting_it_likely_misspells() -> None:
+    environ = {
+        "MEMORY_BANK_DATABSE_URL": "sqlite:////tmp/elsewhere.db",
+        "memory_bank_rate_limit": "5",
+        "MEMORY_BANK_COLOUR": "blue",
+        "MEMORY_BANK_TEST_MYSQL_URL": "mysql+mysqldb://root@127.0.0.1/test",  # the test suite's own
+        "DATABASE_URL": "elsewhere",  # not ours
+    }
+    assert unknown_variables(environ) == [
+        "MEMORY_BANK_COLOUR is not a setting, so it is ignored",
+        "MEMORY_BANK_DATABSE_URL is not a setting, so it is ignored: did you mean MEMORY_BANK_DATABASE_URL?",
+        "memory_bank_rate_limit is not a setting, so it is ignored: did you mean MEMORY_BANK_RATE_LIMIT_RPM?",
+    ]
+
+
+def test_the_installed_command_warns_of_a_misspelt_variable_once_and_runs(tmp_path: Path) -> None:
+    """A misspelt database URL would otherwise leave every write in the default file without a word."""
+    env = os.environ | {"MEMORY_BANK_DATABSE_URL": f"sqlite:///{tmp_path / 'meant.db'}", "XDG_DATA_HOME": str(tmp_path)}
+    done = subprocess.run([MEMORY_BANK, "token", "create", "--org", "acme", "--user", "ada", "--permissions", "memory:read"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    warned = [line for line in lines(done.stderr) if line.startswith("warning:")]
+    assert warned == [
+        "warning: MEMORY_BANK_DATABSE_URL is not a setting, so it is ignored: did you mean MEMORY_BANK_DATABASE_URL?"
+    ]
+    assert (tmp_path / "memory-bank" / "memory-bank.db").is_file() and not (tmp_path / "meant.db").exists()
 
 
 def test_version_prints_the_installed_version(tmp_path: Path) -> None:

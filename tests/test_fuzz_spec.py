@@ -4,7 +4,7 @@ Each operation is fuzzed with schema-valid input (it must be accepted, or refuse
 status the spec documents) and schema-violating input (it must be refused with a 4xx),
 carrying a valid bearer token. Every response must conform to the spec: no 5xx, only
 declared status codes, content types and headers, bodies that validate against their
-schemas. ``MEMORY_BANK_FUZZ_EXAMPLES`` (default 25 per operation and mode) keeps CI fast;
+schemas. ``MEMORY_BANK_TEST_FUZZ_EXAMPLES`` (default 25 per operation and mode) keeps CI fast;
 raise it locally to dig deeper.
 
 Deliberate departures from the defaults, each because the spec cannot say more:
@@ -46,7 +46,7 @@ from memory_bank.security.tokens import PERMISSIONS
 from support.mcp_live import live_server
 from support.owner_ids import takes_owner_id
 
-EXAMPLES = int(os.environ.get("MEMORY_BANK_FUZZ_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("MEMORY_BANK_TEST_FUZZ_EXAMPLES", "25"))
 SEED_KEYPATH = "fuzz.seed"
 #: The negative-input statuses schemathesis accepts by default, plus 413: the spec
 #: answers a body over its byte cap with payload_too_large.

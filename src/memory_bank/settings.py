@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import ipaddress
 import json
+from collections.abc import Mapping
 from enum import StrEnum
 from functools import cache, lru_cache, partial
 from pathlib import Path
@@ -21,9 +22,12 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
+from memory_bank.did_you_mean import closest
 from memory_bank.owner_ids import check_owner_id
 
 ENV_PREFIX = "MEMORY_BANK_"
+#: Variables the test suite reads (``MEMORY_BANK_TEST_MYSQL_URL``...), not the service: never "unknown".
+TEST_PREFIX = f"{ENV_PREFIX}TEST_"
 #: The folder under the user's data directory (XDG on Linux) that holds the embedded database.
 APP_DIRECTORY = "memory-bank"
 DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
@@ -292,6 +296,24 @@ def start_refusals(settings: Settings) -> list[str]:
             f"cannot be swapped in transit; it is {settings.oauth_issuer}"
         )
     return refusals
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """One line per ``MEMORY_BANK_*`` variable that names no setting, with the setting it likely misspells.
+
+    pydantic-settings skips such a variable without a word, so a misspelt
+    ``MEMORY_BANK_DATABSE_URL`` would quietly leave every write in the default SQLite file.
+    They are told, not refused: a variable left over from another version must not stop a start.
+    """
+    known = sorted(name.upper() for name in Settings.model_fields)
+    lines = []
+    for variable in sorted(environ):
+        upper = variable.upper()  # pydantic-settings reads names in any case
+        name = upper.removeprefix(ENV_PREFIX)
+        if name != upper and not upper.startswith(TEST_PREFIX) and name not in known:
+            likely = closest(name, known)  # without the prefix, which every name shares
+            lines.append(f"{variable} is not a setting, so it is ignored" + (f": did you mean {ENV_PREFIX}{likely}?" if likely else ""))
+    return lines
 
 
 def setting_errors(error: ValidationError) -> list[str]:

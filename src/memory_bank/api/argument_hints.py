@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from memory_bank.api.spelling import closest
+from memory_bank.did_you_mean import closest
 from memory_bank.errors import json_pointer
 
 Schema = Mapping[str, Any]

@@ -24,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 
 from memory_bank.api.bodies import in_process_call
 from memory_bank.api.problems import HttpRefusal, problem_response
-from memory_bank.api.spelling import closest
+from memory_bank.did_you_mean import closest
 from memory_bank.errors import PermissionDenied, Unauthorized
 from memory_bank.security.oauth import OAuthTokens, looks_like_jwt
 from memory_bank.security.principal import Principal

@@ -22,7 +22,7 @@ from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from memory_bank.api.spelling import closest
+from memory_bank.did_you_mean import closest
 from memory_bank.errors import (
     ERROR_BY_CODE,
     BackendUnavailable,

@@ -34,7 +34,7 @@ from pydantic_core import PydanticCustomError
 
 from memory_bank.api.bodies import not_utf8
 from memory_bank.api.problems import validation_error
-from memory_bank.api.spelling import closest
+from memory_bank.did_you_mean import closest
 from memory_bank.errors import FieldError
 
 

@@ -11,8 +11,10 @@ token minted first. The API stays the way for agents and remote clients.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from typing import Annotated, Any
 
 import typer
@@ -29,7 +31,7 @@ from memory_bank.generated import models
 from memory_bank.owner_ids import check_owner_id
 from memory_bank.security.principal import Principal
 from memory_bank.security.tokens import PERMISSIONS
-from memory_bank.settings import Settings, get_settings, setting_errors
+from memory_bank.settings import Settings, get_settings, setting_errors, unknown_variables
 from memory_bank.store.columns import ID_LENGTH
 from memory_bank.store.database import open_database
 from memory_bank.store.keyset import generated_id
@@ -111,7 +113,9 @@ def owner(org: str, user: str) -> Principal:
 
 
 def settings() -> Settings:
-    """The settings from the environment; a bad variable is one line each and exit 2, not a traceback."""
+    """The settings from the environment; a bad variable is one line each and exit 2, not a traceback,
+    and a ``MEMORY_BANK_*`` variable that is no setting one warning each (``unknown_variables``)."""
+    _warn_of_unknown_variables()
     try:
         return get_settings()
     except ValidationError as exc:
@@ -121,6 +125,13 @@ def settings() -> Settings:
     except OSError as exc:  # the default database's folder cannot be made
         stderr.print(escape(f"MEMORY_BANK_DATABASE_URL: unset, and the user data directory fails: {exc}"))
         raise typer.Exit(2) from None
+
+
+@cache
+def _warn_of_unknown_variables() -> None:
+    """Once a process: a command reads its settings several times."""
+    for line in unknown_variables(os.environ):
+        stderr.print(escape(f"warning: {line}"))
 
 
 def database() -> Engine:

@@ -28,12 +28,12 @@ import mcp_types as types
 
 from memory_bank.api.auth import ANY_TOKEN
 from memory_bank.api.problems import validation_error
-from memory_bank.api.spelling import closest
 from memory_bank.capabilities.cards import cards_text
 from memory_bank.capabilities.execute.dispatch import Call, Executor, Refusal
 from memory_bank.capabilities.execute.outcome import Caller, Outcome
 from memory_bank.capabilities.execute.validation import ArgumentSchema, decode_groups
 from memory_bank.capabilities.registry import CapabilityRegistry
+from memory_bank.did_you_mean import closest
 from memory_bank.errors import BackendError, DomainError, ErrorCode
 from memory_bank.generated import models
 from memory_bank.observability.audit import AuditEvent, AuditLog, attributing

@@ -35,10 +35,10 @@ from starlette.types import ASGIApp, Message
 
 from memory_bank.api.bodies import IN_PROCESS, InProcessCall
 from memory_bank.api.problems import validation_error
-from memory_bank.api.spelling import closest
 from memory_bank.capabilities.execute.outcome import Caller, Outcome, reply_outcome, response_outcome
 from memory_bank.capabilities.execute.validation import ArgumentSchema, decode_groups
 from memory_bank.capabilities.registry import CapabilityRegistry
+from memory_bank.did_you_mean import closest
 from memory_bank.errors import DomainError, NotFound, PermissionDenied
 from memory_bank.generated.spec import SPEC
 
