@@ -14,6 +14,7 @@ from memory_bank.observability import audit
 from memory_bank.security.agents import NO_AGENT, UNREGISTERED_HINT, AgentResolver
 from memory_bank.settings import Settings, get_settings
 from memory_bank.store.agents import AgentStore
+from memory_bank.store.database import transaction
 from memory_bank.store.keyset import every_page
 from memory_bank.store.tables import AgentRow
 from memory_bank.store.tokens import TokenStore
@@ -130,6 +131,23 @@ def test_cli_creates_lists_and_deactivates_agents(run_cli) -> None:
 
     code, _, err = run_cli("agent", "deactivate", "ghost")
     assert code == 1 and "error (not_found): no agent 'ghost'" in " ".join(err.split())  # the README's one-line form
+
+
+def test_cli_token_create_refuses_a_new_agent_id_with_a_dot_segment(run_cli) -> None:
+    """``token create --agent ..`` registered an agent no request could name (a hostile pass)."""
+    code, out, err = run_cli("token", "create", "--org", "acme", "--user", "ada", "--agent", "a/../b", "--permissions", "memory:write")
+    assert (code, out) == (2, "")
+    assert "has the path segment '..'" in " ".join(err.split()) and "URLs remove" in " ".join(err.split())
+    assert run_cli("agent", "list", "--org", "acme")[1] == ""
+
+
+def test_cli_deactivates_an_agent_stored_with_a_dot_segment_id(run_cli, engine) -> None:
+    """One registered before the rule is still the CLI's to stop, and gets tokens as before."""
+    with transaction(engine, write=True) as session:
+        session.add(AgentRow(org_id="acme", id="..", name="old"))
+    assert run_cli("token", "create", "--org", "acme", "--user", "ada", "--agent", "..", "--permissions", "memory:write")[0] == 0
+    assert run_cli("agent", "deactivate", "..")[0] == 0
+    assert run_cli("agent", "list", "--org", "acme")[1].split("\t")[:3] == ["..", "old", "inactive"]
 
 
 def test_cli_token_create_registers_the_named_agent_and_says_so_when_it_is_new(run_cli) -> None:

@@ -17,6 +17,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
 from memory_bank.store.columns import utcnow
+from memory_bank.store.database import transaction
+from memory_bank.store.tables import AgentRow
 from memory_bank.store.tokens import TokenStore
 
 ADMIN = ["memory:admin"]
@@ -96,6 +98,43 @@ def test_an_agent_path_id_with_an_invisible_character_is_422(admin: TestClient, 
     response = admin.post(f"/v1/admin/agents/{quote(value)}/{action}")
     assert response.status_code == 422, response.text
     assert fields(response) == [("/path/agent_id", "pattern")]
+
+
+#: Agent ids a URL cannot carry: clients and servers drop a ``.`` or ``..`` path segment.
+DOT_SEGMENTS = [".", "..", "a/../b", "a/./b", "./a", "a/.."]
+
+
+@pytest.mark.parametrize("value", DOT_SEGMENTS)
+def test_a_new_agent_id_with_a_dot_segment_is_422_saying_why(admin: TestClient, value: str) -> None:
+    """Registered, ``..`` answered 404 at ``/v1/admin/agents/../deactivate`` (sent as
+    ``/v1/admin/deactivate``): no admin could stop the agent over HTTP (a hostile pass)."""
+    response = admin.post("/v1/admin/tokens", json={"name": "x", "permissions": ["memory:write"], "agent_id": value})
+    assert response.status_code == 422, response.text
+    assert response.json()["code"] == "invalid_params"
+    assert fields(response) == [("/body/agent_id", "pattern")]
+    assert "URLs remove" in response.json()["errors"][0]["message"]
+    assert admin.get("/v1/admin/agents").json()["items"] == []  # nothing was registered
+
+
+@pytest.mark.parametrize("value", ["...", "a.b", "a/..b", "..a/b", "a/.../b"])
+def test_dots_that_are_not_a_whole_segment_are_still_ids(admin: TestClient, value: str) -> None:
+    response = admin.post("/v1/admin/tokens", json={"name": "x", "permissions": ["memory:write"], "agent_id": value})
+    assert response.status_code == 201, response.text
+
+
+def test_an_agent_stored_with_a_dot_segment_id_keeps_working(app: FastAPI, admin: TestClient, engine: Engine) -> None:
+    """An agent registered before the rule is listed, gets tokens, writes, and is stopped by its
+    percent-encoded path, which no client or server takes for a dot segment."""
+    with transaction(engine, write=True) as session:
+        session.add(AgentRow(org_id="acme", id="..", name="old"))
+    assert [a["id"] for a in admin.get("/v1/admin/agents").json()["items"]] == [".."]
+    minted = admin.post("/v1/admin/tokens", json={"name": "x", "permissions": ["memory:write"], "agent_id": ".."})
+    assert minted.status_code == 201, minted.text
+    writer = TestClient(app, headers=bearer(minted.json()["secret"]))
+    assert writer.post("/v1/memory", json={"content": "still here"}).json()["agent_id"] == ".."
+    off = admin.post("/v1/admin/agents/%2E%2E/deactivate")
+    assert off.status_code == 200 and off.json()["active"] is False, off.text
+    assert writer.post("/v1/memory", json={"content": "stopped"}).status_code == 403
 
 
 def test_ids_in_other_scripts_and_inner_spaces_are_still_ids(admin: TestClient) -> None:

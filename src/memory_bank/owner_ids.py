@@ -57,3 +57,32 @@ def check_owner_id(kind: str, value: str) -> str:
             f"the {kind} id {value!r} is not in NFKC form: write it as {unicodedata.normalize('NFKC', value)!r}"
         )
     return value
+
+
+#: A ``.`` or ``..`` between slashes or at either end of an id.
+_DOT_SEGMENT = re.compile(r"(?:^|/)(\.\.?)(?=/|$)")
+
+
+class UnroutableAgentId(ValueError):
+    """A new agent id that no URL can carry (``check_new_agent_id``)."""
+
+
+def check_new_agent_id(value: str) -> str:
+    """``value`` if it can name a new agent; else ``ValueError`` saying why.
+
+    An agent id is a path segment of ``/v1/admin/agents/{id}/deactivate`` (its ``/`` taken
+    as ``%2F`` or as a slash alike), and clients and servers remove the dot segments ``.``
+    and ``..`` from a path before it is sent or routed (RFC 3986 §5.2.4): an agent ``..``,
+    ``a/.`` or ``a/../b`` was registered, then answered 404 or never reached, so no admin
+    could stop it over HTTP. Checked where an agent is first registered only: an agent
+    that already has such an id keeps working, and the CLI can still deactivate it.
+    The spec cannot say it in the pattern: pydantic's regex engine has no look-ahead.
+    """
+    check_owner_id("agent", value)
+    dots = _DOT_SEGMENT.search(value)
+    if dots is not None:
+        raise UnroutableAgentId(
+            f"the agent id {value!r} has the path segment {dots.group(1)!r} (the id, or a part between its slashes, "
+            "that is '.' or '..'), which URLs remove: no request could reach the agent, to deactivate it for one"
+        )
+    return value

@@ -594,7 +594,9 @@ class TokenCreate(BaseModel):
         description=(
             "The agent the token acts as, by id, registered if new (an "
             "id that is another agent's name is a 409, a deactivated "
-            "agent a 403); none when left out."
+            "agent a 403, a new id that is `.` or `..` or has such a "
+            "part between slashes a 422: URLs drop those parts, so no "
+            "request could name the agent); none when left out."
         ),
         exclude_if=_omit_none,
     )

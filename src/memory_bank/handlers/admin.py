@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from memory_bank.errors import Conflict, FieldError, InvalidInput, NotFound, PermissionDenied, fields_from
 from memory_bank.generated import models
 from memory_bank.handlers.convert import to_model
-from memory_bank.owner_ids import check_owner_id
+from memory_bank.owner_ids import UnroutableAgentId, check_owner_id
 from memory_bank.reply import Reply
 from memory_bank.security.principal import Principal
 from memory_bank.store.agents import AgentIdIsAName, AgentStore, UnusableAgent
@@ -41,6 +41,11 @@ def _agent(rows: list[AgentRow], agent_id: str) -> models.Agent:
     return to_model(models.Agent, rows[0])
 
 
+def _refused_id(field: str, exc: ValueError) -> InvalidInput:
+    """An id's refusal as 422 at ``field``, named as the id's pattern would have named it."""
+    return InvalidInput(str(exc), [FieldError(field, "pattern", str(exc))])
+
+
 def _owner_id(field: str, kind: str, value: str | None) -> None:
     """Refuse an id the spec's pattern cannot rule out (``check_owner_id``) as 422 at ``field``.
 
@@ -53,7 +58,7 @@ def _owner_id(field: str, kind: str, value: str | None) -> None:
     try:
         check_owner_id(kind, value)
     except ValueError as exc:
-        raise InvalidInput(str(exc), [FieldError(field, "pattern", str(exc))]) from None
+        raise _refused_id(field, exc) from None
 
 
 class AdminHandlers:
@@ -105,6 +110,8 @@ class AdminHandlers:
             raise Conflict(str(exc), [FieldError("/body/agent_id", "value", str(exc))]) from None
         except UnusableAgent as exc:  # deactivated: the design's "agent inactive", as its writes are answered
             raise PermissionDenied(str(exc), [FieldError("/body/agent_id", "value", str(exc))]) from None
+        except UnroutableAgentId as exc:  # a new agent's id: refused as the id's pattern refuses
+            raise _refused_id("/body/agent_id", exc) from None
         except ValueError as exc:  # the caller's own org or user id, minted under older id rules
             raise InvalidInput(str(exc)) from None
         return Reply(_secret(minted), 201)

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
-from memory_bank.owner_ids import check_owner_id
+from memory_bank.owner_ids import check_new_agent_id, check_owner_id
 from memory_bank.security.principal import Principal
 from memory_bank.store.columns import new_id
 from memory_bank.store.contention import retried_after_deadlock
@@ -47,7 +47,8 @@ class AgentIdIsAName(UnusableAgent):
 def register_for_token(session: Session, org_id: str, agent_id: str | None) -> None:
     """Make sure a token's agent exists in its org, inside the token's own transaction.
 
-    Raises ``UnusableAgent`` for a deactivated agent, and for a new id that an agent of the
+    Raises ``UnroutableAgentId`` for a new id no URL can carry (``check_new_agent_id``),
+    ``UnusableAgent`` for a deactivated agent, and for a new id that an agent of the
     org has as its name: ``agent create --name ci-bot`` answers a random id, and a token
     then minted for ``ci-bot`` would register a second agent and act as it, untouched by
     deactivating the first (a new user's pass).
@@ -55,6 +56,7 @@ def register_for_token(session: Session, org_id: str, agent_id: str | None) -> N
     if agent_id is None:
         return
     if session.get(AgentRow, (org_id, agent_id)) is None:
+        check_new_agent_id(agent_id)
         named = session.execute(
             sa.select(col(AgentRow.id)).where(col(AgentRow.org_id) == org_id, col(AgentRow.name) == agent_id).limit(1)
         ).scalar_one_or_none()
