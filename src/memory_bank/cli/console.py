@@ -12,6 +12,7 @@ token minted first. The API stays the way for agents and remote clients.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -57,6 +58,11 @@ LIST_PAGE = 100
 
 #: Field errors shown under a failure; the rest are counted.
 SHOWN_FIELD_ERRORS = 10
+
+#: The exit status once the reader of stdout is gone (``memory-bank agent list | head -1``, an MCP
+#: client that quit): 128 + SIGPIPE, what a shell reports for ``grep`` or ``cat`` ended so, where
+#: 1 would say a failure this CLI explains. (SIGPIPE is 13 wherever it exists; Windows has none.)
+READER_GONE = 128 + 13
 
 
 def refused(why: str) -> typer.Exit:
@@ -175,8 +181,34 @@ def plain_errors() -> Iterator[None]:
         raise fail(ErrorCode.backend_unavailable, f"the database is unreachable: {exc.orig}") from None
     except SQLAlchemyError as exc:
         raise fail(ErrorCode.backend_error, f"the database failed: {exc}") from None
+    except (BrokenPipeError, BaseExceptionGroup) as exc:
+        if not _reader_gone(exc):
+            raise
+        raise _quietly() from None
     except OSError as exc:
-        raise fail(ErrorCode.invalid_params, f"{exc.filename or 'file'}: {exc.strerror or exc}") from None
+        if exc.filename is None:  # a read or write of stdin, stdout, an open file ... (its name unknown)
+            raise fail(ErrorCode.backend_error, f"input or output failed: {exc}") from None
+        raise fail(ErrorCode.invalid_params, f"{exc.filename}: {exc.strerror or exc}") from None
+
+
+def _reader_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` is a write to a pipe nobody reads any more, alone or all a task group raised
+    (``memory-bank mcp`` writes its replies from an anyio task). The commands write no pipe but
+    their stdout and stderr: the files of ``export`` and ``import`` are opened by name, and the
+    database and Redis clients raise errors of their own."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_reader_gone(inner) for inner in exc.exceptions)
+    return isinstance(exc, BrokenPipeError)
+
+
+def _quietly() -> typer.Exit:
+    """End as Python advises once stdout's reader is gone ("Note on SIGPIPE" in its ``signal``
+    module): say nothing, as nobody reads, and point stdout at the null device, so that the flush at
+    exit does not fail again with a traceback."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)
+    return typer.Exit(READER_GONE)
 
 
 class PlainErrors(TyperGroup):
