@@ -1,5 +1,5 @@
-"""A command whose output has nowhere to go: its reader quit (``| head``, an MCP client gone). It ends
-quietly, never told as a file error or with a traceback.
+"""A command whose output has nowhere to go: its reader quit (``| head``, an MCP client gone), or stdout
+was closed before it started. It ends at once and quietly, never told as a file error or a traceback.
 
 The installed command is run as a shell or a client runs it: the broken pipe is a real one.
 """
@@ -61,6 +61,18 @@ def test_mcp_ends_quietly_when_its_client_goes_away(stdio_env: dict[str, str]) -
         process.kill()
     said = process.stderr.read().decode()
     assert "Traceback" not in said and "Broken pipe" not in said and "error (" not in said, said
+
+
+@pytest.mark.parametrize("closed", [">&-", "<&-"])
+def test_mcp_started_with_stdout_or_stdin_closed_says_so(stdio_env: dict[str, str], closed: str) -> None:
+    """Closed, stdout is None in Python (an AttributeError's traceback), and a closed fd 0 could be
+    handed to the database file that the transport then took for the client's input."""
+    env = {**os.environ, **stdio_env, "MEMORY_BANK": MEMORY_BANK}
+    done = subprocess.run(["sh", "-c", f'exec "$MEMORY_BANK" mcp {closed}'], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert " ".join(done.stderr.split()) == (
+        "memory-bank mcp: stdin or stdout is closed: the client's messages come on stdin and the replies go to stdout"
+    )
 
 
 def test_an_input_or_output_error_that_names_no_file_is_not_told_as_a_file_error(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -59,6 +60,8 @@ async def serve_stdio(settings: Settings, create_app: Callable[[Settings], FastA
     they do for HTTP.
     """
     token = check_allowed(settings)
+    if sys.stdin is None or sys.stdout is None:  # started with <&- or >&-: a file opened next would get fd 0 or 1
+        raise StdioRefused("stdin or stdout is closed: the client's messages come on stdin and the replies go to stdout")
     app = create_app(settings)
     try:
         principal = app.state.tokens.verify(token)
