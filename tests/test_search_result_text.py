@@ -39,7 +39,7 @@ def test_every_card_is_in_the_text_with_its_score_and_requirements(search: Any) 
     assert len(cards) == 3 and all(c["permission"] == "memory:read" for c in cards)  # a read-only token
     lines = text.splitlines()
     found = result["structuredContent"]
-    assert lines[0] == f"3 of {found['total']} operations, best first, confidence {found['confidence']} (under {LEXICAL.threshold} compare several):"
+    assert lines[0] == f"3 of {found['total']} operations, best first, confidence {found['confidence']} (compare several cards when it is under {LEXICAL.threshold}):"
     for line, card in zip(lines[1:], cards, strict=True):
         required = ", ".join(card["required"]) or "nothing"
         assert line == f"- {card['name']}: {card['title']} ({card['permission']}, score {card['score']}; requires {required})"

@@ -69,7 +69,7 @@ def cards_text(result: models.CapabilitySearchResult, confident: float) -> str:
         return f"{said}.\nNo other operation {found}" if said else f"No operation {found}"
     lead = f"{said}; none of these does what was asked.\n" if said else ""
     ranked = any(c.score is not None for c in result.results)
-    order = f"best first, confidence {result.confidence} (under {confident} compare several)" if ranked else "by category"
+    order = f"best first, confidence {result.confidence} (compare several cards when it is under {confident})" if ranked else "by category"
     lines = [lead + f"{len(result.results)} of {result.total} operations, {order}:"]
     for card in result.results:
         score = "" if card.score is None else f", score {card.score}"
