@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
 from mcp_types import jsonrpc_message_adapter
 from pydantic import ValidationError
 
@@ -31,6 +32,26 @@ async def test_stdio_lists_searches_and_executes(stdio_env: dict[str, str]) -> N
         assert not saved.is_error, saved.structured_content
         hits = await client.call_tool("execute_capability", {"name": "getMemorySearch", "query": {"q": "stdio remembers"}})
     assert hits.structured_content["results"][0]["id"] == saved.structured_content["id"]
+
+
+async def test_a_token_revoked_mid_session_gets_nothing_more_not_even_the_tool_list(stdio_env: dict[str, str]) -> None:
+    """The token is verified per request, as over HTTP: a revoked one lists no tools and its calls fail."""
+    server = StdioServerParameters(command=MEMORY_BANK, args=["mcp"], env=stdio_env)
+    engine = open_database(Settings(database_url=stdio_env["MEMORY_BANK_DATABASE_URL"]))
+    tokens = TokenStore(engine)
+    try:
+        async with Client(server) as client:
+            assert (await client.list_tools()).tools
+            principal = tokens.verify(stdio_env["MEMORY_BANK_TOKEN"])
+            assert principal is not None
+            assert tokens.revoke(principal.token_id, principal.org_id)
+            with pytest.raises(MCPError) as refused:
+                await client.list_tools()
+            called = await client.call_tool("execute_capability", {"name": "getMemorySearch", "query": {"q": "x"}})
+    finally:
+        engine.dispose()
+    assert refused.value.error.data["code"] == "unauthorized"
+    assert called.is_error and json.loads(called.content[0].text)["code"] == "unauthorized"
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,8 @@ in ``MEMORY_BANK_TOKEN``, checked before anything is served. It is off unless
 ``MEMORY_BANK_MCP_ALLOW_STDIO=true`` and refused in production: a local process
 holding a long-lived token is a development convenience, not a deployment. Tool
 calls still go through the app's REST path in process, so they are limited and
-audited as over HTTP, and the token is verified on each call, so revoking it stops
-the process's calls at once. The app factory is handed in by the CLI: the app is
+audited as over HTTP, and the token is verified on each request, so revoking it stops
+the process at once. The app factory is handed in by the CLI: the app is
 built from the transports, so a transport does not import it.
 """
 
@@ -18,11 +18,12 @@ import sys
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import IO
+from typing import IO, Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from fastapi import FastAPI
+from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCRequest
@@ -31,7 +32,9 @@ from pydantic import ValidationError
 from memory_bank.capabilities.execute.outcome import Caller
 from memory_bank.errors import Unauthorized
 from memory_bank.mcp.envelope import REPEATED_KEY, EnvelopeError, check_envelope, classify
-from memory_bank.mcp.server import build_server
+from memory_bank.mcp.metering import CALL_TOOL
+from memory_bank.mcp.server import CallerOf, build_server
+from memory_bank.security.principal import Principal
 from memory_bank.settings import Profile, Settings
 
 
@@ -71,13 +74,26 @@ async def serve_stdio(settings: Settings, create_app: Callable[[Settings], FastA
     if principal is None:
         app.state.engine.dispose()
         raise StdioRefused("MEMORY_BANK_TOKEN is not a valid token (unknown, revoked or rotated)")
-    # Verified once, at start: each tool call's REST request verifies the token again (revocation).
     caller = Caller(token, principal, verified_for_call=False)
-    server = build_server(app.state.mcp_toolbox, lambda ctx: caller, metered=True)
+    server = build_server(app.state.mcp_toolbox, checked_caller(app.state.tokens.verify, caller), metered=True)
     async with app.router.lifespan_context(app):
         with claimed_stdin() as stdin:
             async with stdio_server(stdin) as (read_stream, write_stream), answering_malformed(read_stream, write_stream, stdin.taken) as messages:
                 await server.run(messages, write_stream, server.create_initialization_options())
+
+
+def checked_caller(verify: Callable[[str], Principal | None], caller: Caller) -> CallerOf:
+    """Who sends each request: ``caller``, whose token was verified at start and is verified again
+    per request, so a revoked or rotated token gets nothing more (as over HTTP). A tool call's REST
+    request verifies it itself (and answers a tool result the agent reads); any other request
+    (``tools/list``, ``ping``) is verified here, and the metering refuses it as ``unauthorized``."""
+
+    def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
+        if ctx.method != CALL_TOOL and verify(caller.token) is None:
+            raise Unauthorized("MEMORY_BANK_TOKEN is no longer valid (revoked or rotated)")
+        return caller
+
+    return caller_of
 
 
 class Lines(anyio.AsyncFile[str]):
