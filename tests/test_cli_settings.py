@@ -288,7 +288,7 @@ def test_a_port_in_use_fails_before_a_development_token_is_minted(cli: CliRunner
         port = taken.getsockname()[1]
         result = invoke(cli, ["serve", "--port", str(port)], MEMORY_BANK_DATABASE_URL=database_url)
     assert result.exit_code == 1
-    assert lines(result.stderr) == [f"memory-bank serve: cannot listen on 127.0.0.1:{port}: Address already in use"]
+    assert lines(result.stderr) == [f"error (invalid_params): cannot listen on 127.0.0.1:{port}: Address already in use"]
     assert "Development token" not in result.output
     assert TokenStore(open_database(Settings(database_url=database_url))).count() == 0
 

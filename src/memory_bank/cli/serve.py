@@ -23,7 +23,8 @@ import typer
 import uvicorn
 from rich.markup import escape
 
-from memory_bank.cli.console import settings, stderr
+from memory_bank.cli.console import fail, settings, stderr
+from memory_bank.errors import ErrorCode
 from memory_bank.security.tokens import PERMISSIONS
 from memory_bank.settings import Profile, Settings, start_refusals
 from memory_bank.store.tokens import TokenStore
@@ -38,15 +39,16 @@ OLD_DATABASE = Path("memory-bank.db")
 
 
 def listen(host: str, port: int) -> socket.socket:
-    """A socket listening on ``host:port``, or one line saying why not and exit 1."""
+    """A socket listening on ``host:port``, or one line saying why not and exit 1: ``invalid_params``, as
+    for a file that cannot be opened, since the --host or --port given cannot be used as it is (taken,
+    not this machine's, not ours to bind, no such name)."""
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
         bound = socket.create_server((host, port), family=family)
     except OSError as exc:
         # create_server appends the address to strerror; a name lookup failure has a negative errno
         why = os.strerror(exc.errno) if exc.errno and exc.errno > 0 else exc.strerror or str(exc)
-        stderr.print(f"[red]memory-bank serve: cannot listen on {escape(host)}:{port}: {escape(why)}[/]")
-        raise typer.Exit(1) from None
+        raise fail(ErrorCode.invalid_params, f"cannot listen on {host}:{port}: {why}") from None
     # asyncio turns Nagle off (TCP_NODELAY) only on accepted sockets whose proto is IPPROTO_TCP, and
     # create_server leaves it 0: with Nagle on, a response's body segment waits for the client to
     # acknowledge its header segment, which a client delaying its ACK does after about 40 ms.
