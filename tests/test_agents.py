@@ -133,6 +133,15 @@ def test_cli_creates_lists_and_deactivates_agents(run_cli) -> None:
     assert code == 1 and "error (not_found): no agent 'ghost'" in " ".join(err.split())  # the README's one-line form
 
 
+def test_cli_agent_list_of_an_org_without_agents_says_so_on_stderr(run_cli) -> None:
+    """It printed nothing at all, where ``token list`` says it has no tokens (a new user's pass)."""
+    run_cli("agent", "create", "--org", "globex", "--name", "theirs")
+    code, out, err = run_cli("agent", "list", "--org", "acme")
+    assert (code, out) == (0, "")
+    assert " ".join(err.split()) == "No agents in org 'acme', active or deactivated (agent create registers one)."
+    assert "No agents" not in run_cli("agent", "list", "--org", "globex")[2]
+
+
 def test_cli_token_create_refuses_a_new_agent_id_with_a_dot_segment(run_cli) -> None:
     """``token create --agent ..`` registered an agent no request could name (a hostile pass)."""
     code, out, err = run_cli("token", "create", "--org", "acme", "--user", "ada", "--agent", "a/../b", "--permissions", "memory:write")

@@ -73,8 +73,13 @@ def agent_reactivate(agent_id: AGENT_ID, org: AGENT_ORG = None) -> None:
 
 @agent_app.command("list")
 def agent_list(org: Annotated[str, typer.Option(help="Organisation to list.")]) -> None:
-    """One line per agent: id, name, active or inactive, created at (tab-separated)."""
+    """One line per agent: id, name, active or inactive, created at (tab-separated); when the org has
+    none, a line saying so on stderr, as ``token list`` says it has no tokens (stdout stays empty)."""
     checked_id("org", org)
+    listed = False
     for row in every_page(partial(_agents().page, org, limit=LIST_PAGE)):
         state = "active" if row.active else "inactive"
         typer.echo(f"{row.id}\t{row.name}\t{state}\t{row.created_at.isoformat()}")
+        listed = True
+    if not listed:
+        highlighted_stderr.print(escape(f"No agents in org {org!r}, active or deactivated (agent create registers one)."))
