@@ -18,8 +18,8 @@ from memory_bank.settings import Profile, Settings
 SECRET = st.text(st.characters(blacklist_categories=["Cs", "Cc"]), min_size=8, max_size=40)
 
 
-def start_line(settings: Settings, capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
-    with TestClient(create_app(settings)):
+def start_line(settings: Settings, capsys: pytest.CaptureFixture[str], *, stdio: bool = False) -> dict[str, str]:
+    with TestClient(create_app(settings, stdio=stdio)):
         pass
     (entry,) = [json.loads(line) for line in capsys.readouterr().err.splitlines() if START_LOGGER in line]
     return entry
@@ -43,6 +43,14 @@ def test_the_start_line_names_the_trusted_authorization_server(database_url: str
     entry = start_line(Settings(env=Profile.staging, database_url=database_url, oauth_issuer="https://auth.example.com"), capsys)
     assert entry["oauth_issuer"] == "https://auth.example.com"
     assert entry["message"].endswith(", OAuth tokens from https://auth.example.com")
+
+
+def test_the_stdio_start_line_names_no_url_and_no_authorization_server(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``memory-bank mcp`` is reached at no URL, and acts as one token of the database."""
+    settings = Settings(env=Profile.staging, database_url=f"sqlite:///{tmp_path / 'm.db'}", oauth_issuer="https://auth.example.com")
+    entry = start_line(settings, capsys, stdio=True)
+    assert entry["message"].endswith(", rate limits in-process, MCP over stdio") and entry["transport"] == "stdio"
+    assert "public_url" not in entry and "oauth_issuer" not in entry
 
 
 def test_a_relative_sqlite_file_is_shown_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -72,6 +72,17 @@ def test_stdio_refuses_with_a_clear_error(stdio_env: dict[str, str], change: dic
     assert done.stdout == ""
 
 
+def test_stdio_logs_no_public_url_and_starts_no_http_session_manager(stdio_env: dict[str, str]) -> None:
+    """Nothing is served over HTTP: the start line said ``public URL http://127.0.0.1:8000`` and the
+    /mcp transport's "StreamableHTTP session manager started" (a new user's pass)."""
+    env = {**os.environ, **stdio_env}
+    done = subprocess.run([MEMORY_BANK, "mcp"], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    (start,) = [line for line in done.stderr.splitlines() if "memory_bank.start" in line]
+    assert start.endswith(", rate limits in-process, MCP over stdio")
+    assert "public URL" not in done.stderr and "StreamableHTTP" not in done.stderr
+
+
 HELLO = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
 OPENING = [
     {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": HELLO},

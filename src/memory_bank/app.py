@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 
 from fastapi import FastAPI
 
@@ -54,8 +54,12 @@ class AppHandlers(MemoryHandlers, CapabilityHandlers):
         CapabilityHandlers.__init__(self, registry)
 
 
-def create_app(settings: Settings | None = None, *, clock: Callable[[], float] = time.time) -> FastAPI:
-    """The app on ``settings``; ``clock`` is the wall clock of its per-minute budgets (a test pins it)."""
+def create_app(settings: Settings | None = None, *, clock: Callable[[], float] = time.time, stdio: bool = False) -> FastAPI:
+    """The app on ``settings``; ``clock`` is the wall clock of its per-minute budgets (a test pins it).
+
+    ``stdio``: built for ``memory-bank mcp``, which drives the app in process and serves nothing
+    over HTTP, so its lifespan starts no ``/mcp`` session manager (``/mcp`` answers
+    backend_unavailable, though nothing sends to it) and its start line names no public URL."""
     settings = settings or get_settings()
     configure_logging(settings.env)
     engine = open_database(settings)
@@ -69,9 +73,9 @@ def create_app(settings: Settings | None = None, *, clock: Callable[[], float] =
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        log_start(settings)
+        log_start(settings, stdio=stdio)
         with operations.running():
-            async with mcp_http.running():
+            async with nullcontext() if stdio else mcp_http.running():
                 yield
         engine.dispose()
 

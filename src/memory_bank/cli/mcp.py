@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import typer
 
 from memory_bank.cli.console import highlighted_stderr, settings
@@ -15,7 +17,7 @@ def mcp() -> None:
     from memory_bank.mcp.stdio import StdioRefused, serve_stdio
 
     try:
-        anyio.run(serve_stdio, settings(), create_app)
+        anyio.run(serve_stdio, settings(), partial(create_app, stdio=True))
     except StdioRefused as exc:
         highlighted_stderr.print(f"[red]memory-bank mcp: {exc}[/]")
         raise typer.Exit(2) from None

@@ -105,7 +105,7 @@ class ReadableFormatter(logging.Formatter):
 
 #: Fields the readable message of an access or a start line already says.
 _SPOKEN = frozenset(
-    {"method", "path", "status", "latency_ms", "request_id", "profile", "version", "database", "limiter", "public_url"}
+    {"method", "path", "status", "latency_ms", "request_id", "profile", "version", "database", "limiter", "public_url", "transport"}
 )
 
 
@@ -219,21 +219,25 @@ def describe_limiter(redis_url: str | None) -> str:
     return f"Redis {parts.hostname or 'localhost'}:{parts.port or 6379}{parts.path}"
 
 
-def log_start(settings: Settings) -> None:
+def log_start(settings: Settings, *, stdio: bool = False) -> None:
     """One line saying what this start runs on: profile, version, database, limiter, public URL
-    and, when one is trusted, the authorization server whose tokens are accepted."""
+    and, when one is trusted, the authorization server whose tokens are accepted. Under ``stdio``
+    (``memory-bank mcp``) it says so instead of the last two: nothing is served at a URL, and the
+    one token it acts as is a token of the database."""
     fields = {
         "profile": settings.env.value,
         "version": __version__,
         "database": describe_database(settings.database),
         "limiter": describe_limiter(settings.redis_url),
-        "public_url": settings.public_url,
     }
-    message = (
-        f"memory-bank {fields['version']} ({fields['profile']}) on {fields['database']}, "
-        f"rate limits {fields['limiter']}, public URL {fields['public_url']}"
-    )
-    if settings.oauth_issuer:
-        fields["oauth_issuer"] = settings.oauth_issuer
-        message += f", OAuth tokens from {settings.oauth_issuer}"
+    message = f"memory-bank {fields['version']} ({fields['profile']}) on {fields['database']}, rate limits {fields['limiter']}"
+    if stdio:
+        fields["transport"] = "stdio"
+        message += ", MCP over stdio"
+    else:
+        fields["public_url"] = settings.public_url
+        message += f", public URL {settings.public_url}"
+        if settings.oauth_issuer:
+            fields["oauth_issuer"] = settings.oauth_issuer
+            message += f", OAuth tokens from {settings.oauth_issuer}"
     logging.getLogger(START_LOGGER).info(message, extra={"fields": fields})
