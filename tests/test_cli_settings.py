@@ -230,6 +230,22 @@ def test_a_variable_that_names_no_setting_is_told_with_the_setting_it_likely_mis
     ]
 
 
+def test_a_variable_is_folded_as_pydantic_settings_folds_it_not_by_upper_case(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pydantic-settings compares ``str.lower`` of a name: a Kelvin sign lowers to ``k`` (so the
+    variable is read, and must not be called ignored), a dotless i does not (so it is ignored, and
+    must be told), though both upper-case to the ASCII letter."""
+    read = {"MEMORY_BANK_TO\u212aEN": "mb_token", "MEMORY_BAN\u212a_ENV": "development"}
+    ignored = {"MEMORY_BANK_RATE_L\u0131MIT_RPM": "7", "MEMORY_BAN\u212a_DATABSE_URL": "sqlite:////tmp/x.db"}
+    for variable, value in (read | ignored).items():
+        monkeypatch.setenv(variable, value)
+    settings = Settings()
+    assert settings.token is not None and settings.rate_limit_rpm != 7
+    assert unknown_variables(read | ignored) == [
+        "MEMORY_BANK_RATE_L\u0131MIT_RPM is not a setting, so it is ignored: did you mean MEMORY_BANK_RATE_LIMIT_RPM?",
+        "MEMORY_BAN\u212a_DATABSE_URL is not a setting, so it is ignored: did you mean MEMORY_BANK_DATABASE_URL?",
+    ]
+
+
 def test_the_installed_command_warns_of_a_misspelt_variable_once_and_runs(tmp_path: Path) -> None:
     """A misspelt database URL would otherwise leave every write in the default file without a word."""
     env = os.environ | {"MEMORY_BANK_DATABSE_URL": f"sqlite:///{tmp_path / 'meant.db'}", "XDG_DATA_HOME": str(tmp_path)}

@@ -306,12 +306,16 @@ def unknown_variables(environ: Mapping[str, str]) -> list[str]:
     They are told, not refused: a variable left over from another version must not stop a start.
     """
     known = sorted(name.upper() for name in Settings.model_fields)
+    read = {name.lower() for name in Settings.model_fields}
     lines = []
     for variable in sorted(environ):
-        upper = variable.upper()  # pydantic-settings reads names in any case
-        name = upper.removeprefix(ENV_PREFIX)
-        if name != upper and not upper.startswith(TEST_PREFIX) and name not in known:
-            likely = closest(name, known)  # without the prefix, which every name shares
+        # Folded as pydantic-settings folds it, with ``str.lower``: ``upper`` would take a name
+        # it skips (``RATE_L\u0131MIT_RPM``, a dotless i) for a setting, and one it reads
+        # (``TO\u212aEN``, a Kelvin sign) for none.
+        folded = variable.lower()
+        name = folded.removeprefix(ENV_PREFIX.lower())
+        if name != folded and not folded.startswith(TEST_PREFIX.lower()) and name not in read:
+            likely = closest(name.upper(), known)  # without the prefix, which every name shares
             lines.append(f"{variable} is not a setting, so it is ignored" + (f": did you mean {ENV_PREFIX}{likely}?" if likely else ""))
     return lines
 
