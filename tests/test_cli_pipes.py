@@ -45,6 +45,22 @@ def test_a_list_whose_reader_quits_early_ends_quietly_with_128_plus_sigpipe(stdi
     assert process.stderr.read() == b""
 
 
+@pytest.mark.parametrize("command", [["token", "list"], ["agent", "list", "--org", "acme"]])
+def test_a_command_printing_through_rich_ends_as_quietly_as_one_printing_plainly(
+    stdio_env: dict[str, str], command: list[str]
+) -> None:
+    """``token list`` prints its table with rich, whose broken pipe raised ``SystemExit(1)`` past
+    ``plain_errors``: 1, where ``agent list`` (plain text) ended 141. The reader is gone before the
+    command starts, so the first write fails however little it writes."""
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        done = subprocess.run([MEMORY_BANK, *command], env={**os.environ, **stdio_env}, stdout=writer, stderr=subprocess.PIPE, timeout=120)
+    finally:
+        os.close(writer)
+    assert (done.returncode, done.stderr) == (READER_GONE, b"")
+
+
 def test_mcp_ends_quietly_when_its_client_goes_away(stdio_env: dict[str, str]) -> None:
     """The client sends a request and quits, which closes both pipes: the reply's write fails inside
     the SDK's task group, a traceback of nested exception groups before. (While stdin stays open

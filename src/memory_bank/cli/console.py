@@ -11,6 +11,7 @@ token minted first. The API stays the way for agents and remote clients.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Iterator
@@ -39,11 +40,23 @@ from memory_bank.store.keyset import generated_id
 from memory_bank.store.memories import MemoryStore
 from memory_bank.store.search.semantic import SemanticExtraMissing, embedder_for
 
-stderr = Console(stderr=True, soft_wrap=True, highlight=False)
-stdout = Console(soft_wrap=True, highlight=False)
+
+
+class _Console(Console):
+    """A rich console whose broken pipe is ``plain_errors``' to end (quietly, ``READER_GONE``):
+    rich's own ``on_broken_pipe`` raised ``SystemExit(1)`` past it, so ``token list | head -1``
+    ended 1 where ``agent list | head -1`` ended 141."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True  # nothing more is written to a reader that is gone
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+
+stderr = _Console(stderr=True, soft_wrap=True, highlight=False)
+stdout = _Console(soft_wrap=True, highlight=False)
 #: The token, agent, db and mcp commands' stderr: rich's highlighting on, as they have
 #: always printed (numbers and quoted names coloured on a terminal).
-highlighted_stderr = Console(stderr=True, soft_wrap=True)
+highlighted_stderr = _Console(stderr=True, soft_wrap=True)
 
 Org = Annotated[str, typer.Option(help="Organisation whose memories these are.")]
 User = Annotated[str, typer.Option(help="User whose memories these are.")]
