@@ -165,3 +165,34 @@ def test_a_refused_tool_call_is_a_tool_result_with_the_wait(server: LiveServer) 
         answers = [send(http, server, STEPS["bad arguments"], token) for _ in range(BUDGET + 1)]
     assert [(problem_of(a) or {}).get("code") for a in answers] == ["invalid_params"] * BUDGET + ["rate_limited"]
     assert 1 <= (problem_of(answers[BUDGET]) or {})["retry_after_seconds"] <= 60
+
+
+MODERN = "2026-07-28"
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+}
+SEARCH_CALL = {"name": "search_capabilities", "arguments": {"query": "save a memory"}}
+
+
+@pytest.mark.parametrize(
+    ("params", "headers"),
+    [
+        pytest.param(SEARCH_CALL, {"Mcp-Method": "tools/call", "Mcp-Name": "search_capabilities"}, id="no _meta"),
+        pytest.param({**SEARCH_CALL, "_meta": MODERN_META}, {"Mcp-Method": "tools/call", "Mcp-Name": "other"}, id="Mcp-Name differs"),
+        pytest.param({**SEARCH_CALL, "_meta": MODERN_META}, {"Mcp-Method": "ping", "Mcp-Name": "search_capabilities"}, id="Mcp-Method differs"),
+    ],
+)
+def test_a_tool_call_the_sdk_refuses_before_the_toolbox_still_counts(
+    server: LiveServer, params: dict[str, Any], headers: dict[str, str]
+) -> None:
+    """On the 2026-07-28 path the SDK answers these 400 before its handler runs, so the toolbox,
+    which charges the tool calls, never saw them: they were free, as many as a client sent."""
+    token = server.token()
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    sent = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}", "MCP-Protocol-Version": MODERN}
+    with httpx.Client(timeout=30) as http:
+        answers = [http.post(server.mcp_url, json=message, headers=sent | headers) for _ in range(BUDGET)]
+        assert [answer.status_code for answer in answers] == [400] * BUDGET, answers[0].text
+        check_http_refusal(rpc_response(http, server.mcp_url, token, "tools/list"))

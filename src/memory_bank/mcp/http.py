@@ -25,6 +25,7 @@ answered in this task (``exchange``); anything else goes to the SDK's transport.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -65,6 +66,7 @@ from memory_bank.store.tokens import TokenStore
 
 MCP_PATH = "/mcp"
 _CALLER = "mcp_caller"
+_REACHED_TOOLBOX = "mcp_reached_toolbox"
 
 #: The largest tool call the catalog allows, postMemory with every bound filled by
 #: characters outside the BMP sent as ``\\uXXXX\\uXXXX`` escapes (12 bytes each), is
@@ -112,10 +114,16 @@ def _refused(request_id: RequestId, error: DomainError) -> Response:
 
 
 def _caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
-    """The caller ``McpHttp`` authenticated, from the HTTP request this message came in."""
+    """The caller ``McpHttp`` authenticated, from the HTTP request this message came in.
+
+    Asked for by a ``tools/call`` only once the call reached the toolbox, which charges it:
+    marked so, for ``McpHttp`` to charge one the SDK refused before that (``_charge_if_unreached``).
+    """
     if ctx.request is None:
         raise RuntimeError("an HTTP transport message came without its HTTP request")
     caller: Caller = getattr(ctx.request.state, _CALLER)
+    if ctx.method == CALL_TOOL:
+        setattr(ctx.request.state, _REACHED_TOOLBOX, True)
     return caller
 
 
@@ -202,7 +210,27 @@ class McpHttp:
             response = await answer(self._server, self._lifespan_state, tool_call, request)
             await response(scope, receive, send)
             return
+        if isinstance(message, JSONRPCRequest) and not charged_by_transport(message.method, message.params):
+            # a tool call, charged by the toolbox if the SDK lets it reach it
+            send = self._charging_if_unreached(scope, caller, send)
         await self._manager.handle_request(_media_type_as_checked(scope), _replaying(body, receive), send)
+
+    def _charging_if_unreached(self, scope: Scope, caller: Caller, send: Send) -> Send:
+        """``send``, charging a ``tools/call`` that the SDK answers without running it as its answer starts.
+
+        On the 2026-07-28 path the SDK refuses some calls before its handler runs (no
+        ``params._meta``, an ``Mcp-Method`` or ``Mcp-Name`` header that differs from the body, a
+        repeated routing header), so the toolbox, which charges every call it sees, never
+        saw them: they were free, without end. Too late to refuse one; it counts all the same.
+        """
+
+        async def charging(message: Message) -> None:
+            if message["type"] == "http.response.start" and not scope["state"].get(_REACHED_TOOLBOX):
+                with contextlib.suppress(DomainError):
+                    await self._toolbox.admit(caller)
+            await send(message)
+
+        return charging
 
     def _check_addressed(self, request: Request) -> None:
         """Refuse a request whose Host or Origin names another site (a rebound DNS name)."""
