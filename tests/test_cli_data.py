@@ -7,6 +7,7 @@ stderr, failures as ``error (<code>): <plain words>`` with exit code 1 and no tr
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -135,6 +136,28 @@ def test_an_export_that_cannot_be_written_leaves_no_file(run: Run, tmp_path: Pat
     assert not target.parent.exists()
 
 
+def test_an_export_to_stdout_writes_the_lines_there_and_the_summary_to_stderr(run: Run, store: MemoryStore) -> None:
+    save(store, "acme", "ada", "Straight to the pipe ☕")
+    exported = run("export", "--out", "-", "--org", "acme", "--user", "ada")
+    assert exported.exit_code == 0, exported.stderr
+    assert [json.loads(line)["content"] for line in exported.stdout.splitlines()] == ["Straight to the pipe ☕"]
+    assert "exported 1 memories to -" in exported.stderr
+
+
+def test_an_export_through_a_symlink_keeps_the_link_and_writes_its_target(run: Run, store: MemoryStore, tmp_path: Path) -> None:
+    """A rename onto the link's name would put a regular file in its place: for ``/dev/stdout``, for every later process."""
+    save(store, "acme", "ada", "Through the link")
+    device, to_file = tmp_path / "to-null", tmp_path / "to-file"
+    device.symlink_to(os.devnull)
+    (tmp_path / "backup.jsonl").write_text("old\n")
+    to_file.symlink_to(tmp_path / "backup.jsonl")
+    for link in (device, to_file):
+        assert run("export", "--out", str(link), "--org", "acme", "--user", "ada").exit_code == 0
+        assert link.is_symlink()
+    assert json.loads((tmp_path / "backup.jsonl").read_text())["content"] == "Through the link"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".partial")) == []
+
+
 def test_search_prints_a_ranked_table_and_says_when_nothing_matches(run: Run, store: MemoryStore) -> None:
     saved = save(store, "acme", "ada", "Deploy with daytona sandbox create", tags=["deploy"])
     save(store, "acme", "ada", "Lunch is at noon")
@@ -181,8 +204,8 @@ def test_db_embed_without_the_semantic_extra_says_how_to_install_it_from_the_che
 ) -> None:
     monkeypatch.setattr(semantic, "load_embedder", lambda: None)
     result = run("db", "embed")
-    # the install hint's [semantic] is printed as text, not swallowed as console markup
-    assert_fails(result, "backend_unavailable", "pip install -e '.[semantic]'")
+    # a usage error (test_cli_settings); the install hint's [semantic] is printed as text, not swallowed as console markup
+    assert result.exit_code == 2 and result.stdout == "" and "pip install -e '.[semantic]'" in result.stderr
     flat = " ".join(result.stderr.split())
     assert semantic.INSTALL_SEMANTIC in flat and "download.pytorch.org/whl/cpu" in flat
     assert "memory-bank[semantic]" not in flat  # that name on the package index is another project

@@ -11,14 +11,18 @@ any size is read. Progress goes to stderr; the summary to stdout.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import io
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, TextIO
 
 import sqlalchemy as sa
 import typer
+from rich.markup import escape
 
-from memory_bank.cli.console import Org, User, database, fail, memory_store, owner, progress, stdout
+from memory_bank.cli.console import Org, User, database, fail, memory_store, owner, progress, stderr, stdout
 from memory_bank.errors import ErrorCode
 from memory_bank.security.principal import Principal
 from memory_bank.store.agents import AgentStore
@@ -55,26 +59,63 @@ async def _write(store: MemoryStore, principal: Principal, handle: TextIO, advan
 
 
 def export_memories(
-    out: Annotated[Path, typer.Option("--out", dir_okay=False, writable=True, help="The JSON-lines file to write.")],
+    out: Annotated[
+        Path, typer.Option("--out", dir_okay=False, writable=True, help="The JSON-lines file to write; - for stdout.")
+    ],
     org: Org,
     user: User,
 ) -> None:
     """Write every memory of one owner, superseded versions and deletions included, as JSON lines.
 
-    The file appears only once it is complete (it is written beside it, then renamed).
+    A file appears only once it is complete (it is written beside it, then renamed).
     """
     principal = owner(org, user)
-    partial = out.with_name(out.name + ".partial")
+    with progress() as bar, _destination(out) as handle:
+        engine = database()
+        task = bar.add_task(f"Exporting {user} in {org}", total=_count(engine, principal))
+        written = asyncio.run(_write(MemoryStore(engine), principal, handle, lambda: bar.advance(task)))
+    # beside the lines when they went to a file; else apart from them (``/dev/stdout | jq``)
+    (stdout if _is_file(out) else stderr).print(escape(f"exported {written} memories to {out}"))
+
+
+def _to_stdout(out: Path) -> bool:
+    return str(out) == "-"
+
+
+def _is_file(out: Path) -> bool:
+    """Whether ``out`` is a file to write (or make): not ``-``, a device or a pipe."""
+    return not _to_stdout(out) and (out.is_file() or not out.exists())
+
+
+@contextmanager
+def _destination(out: Path) -> Iterator[TextIO]:
+    """Where an export is written, as UTF-8.
+
+    A file is written beside itself and renamed onto its name once complete; through a
+    symlink, beside the link's target, so the link stays a link. What cannot be renamed onto
+    (``-`` for stdout, a device or a pipe such as ``/dev/stdout``) is written straight: a rename
+    would put a regular file in place of the link (``/dev/stdout`` for every later process)."""
+    if _to_stdout(out):
+        sys.stdout.flush()
+        handle = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="")
+        try:
+            yield handle
+        finally:
+            handle.flush()
+            handle.detach()
+        return
+    if not _is_file(out):
+        with out.open("w", encoding="utf-8") as handle:
+            yield handle
+        return
+    target = out.resolve() if out.is_symlink() else out
+    partial = target.with_name(target.name + ".partial")
     try:
-        with progress() as bar:
-            engine = database()
-            task = bar.add_task(f"Exporting {user} in {org}", total=_count(engine, principal))
-            with partial.open("w", encoding="utf-8") as handle:
-                written = asyncio.run(_write(MemoryStore(engine), principal, handle, lambda: bar.advance(task)))
-            partial.replace(out)
+        with partial.open("w", encoding="utf-8") as handle:
+            yield handle
+        partial.replace(target)
     finally:
         partial.unlink(missing_ok=True)  # only still there when the export failed
-    stdout.print(f"exported {written} memories to {out}")
 
 
 def import_memories(
