@@ -44,6 +44,14 @@ def test_same_content_is_one_record(store: MemoryStore, ann) -> None:
         store.create(ann, {"content": "Deploys go through Daytona", "tags": ["x"]})
 
 
+def test_the_same_words_at_another_keypath_are_refused_naming_the_put_that_sets_them_there(store: MemoryStore, ann) -> None:
+    first, _ = store.create(ann, {"content": "Editor is vim", "keypath": "user.editor"})
+    with pytest.raises(Conflict, match=r"different keypath, .*; PUT /v1/memory/keypaths/team\.editor to set these words there"):
+        store.create(ann, {"content": "Editor is vim", "keypath": "team.editor"})
+    there, created = store.put_keypath(ann, "team.editor", {"content": "Editor is vim"})
+    assert created and there.id != first.id and there.keypath == "team.editor"
+
+
 def test_agent_is_part_of_the_content_key(store: MemoryStore, make_principal) -> None:
     a, _ = store.create(make_principal(agent="a1"), {"content": "same words"})
     b, created = store.create(make_principal(agent="a2"), {"content": "same words"})

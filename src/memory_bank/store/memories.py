@@ -150,7 +150,7 @@ class MemoryStore:
                 if differing:
                     with transaction(self._engine) as session:
                         head = self._head_of(session, first)
-                    raise _saved_otherwise(head, differing)
+                    raise _saved_otherwise(head, differing, keypath)
                 return first, False
             # What refused it was deleted (its keys released) or moved on since: save again.
         raise ConcurrentChange()
@@ -498,11 +498,14 @@ def _asked_otherwise(first: MemoryRow, values: Mapping[str, Any]) -> list[str]:
     return [name for name, value in values.items() if name != "content" and not same(name, value)]
 
 
-def _saved_otherwise(head: MemoryRow, differing: Sequence[str]) -> Conflict:
-    """The 409 for a save that repeats an earlier one's words or key but not its fields; ``head``
-    is that memory's current version, the one a PATCH changes."""
+def _saved_otherwise(head: MemoryRow, differing: Sequence[str], keypath: str | None) -> Conflict:
+    """The 409 for a save that repeats an earlier one's words or key but not its fields, saying how
+    to make the write meant: ``head`` is that memory's current version, the one a PATCH changes;
+    a keypath, which no PATCH moves, takes the words by a PUT of its own."""
     patchable = [name for name in differing if name in PATCHABLE_FIELDS]
     advice = f"; PATCH /v1/memory/{head.id} to change {', '.join(patchable)}" if patchable else ""
+    if "keypath" in differing and keypath is not None:
+        advice += f"; PUT /v1/memory/keypaths/{keypath} to set these words there"
     return Conflict(
         f"these words were saved as memory {head.id} with different {', '.join(differing)}, so this is not a"
         f" repeat of that save{advice}"
