@@ -41,7 +41,6 @@ from memory_bank.store.memories import MemoryStore
 from memory_bank.store.search.semantic import SemanticExtraMissing, embedder_for
 
 
-
 class _Console(Console):
     """A rich console whose broken pipe is ``plain_errors``' to end (quietly, ``READER_GONE``):
     rich's own ``on_broken_pipe`` raised ``SystemExit(1)`` past it, so ``token list | head -1``
