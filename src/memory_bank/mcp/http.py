@@ -117,7 +117,7 @@ def _caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
     """The caller ``McpHttp`` authenticated, from the HTTP request this message came in.
 
     Asked for by a ``tools/call`` only once the call reached the toolbox, which charges it:
-    marked so, for ``McpHttp`` to charge one the SDK refused before that (``_charge_if_unreached``).
+    marked so, for ``McpHttp`` to charge one the SDK refused before that (``_charging_if_unreached``).
     """
     if ctx.request is None:
         raise RuntimeError("an HTTP transport message came without its HTTP request")

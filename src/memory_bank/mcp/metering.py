@@ -25,12 +25,11 @@ from pydantic import ValidationError
 
 from memory_bank.capabilities.execute.outcome import Caller, problem_for_agent
 from memory_bank.errors import DomainError
+from memory_bank.mcp.exchange import CALL_TOOL
 
 #: JSON-RPC's implementation-defined server error: the request was refused, not broken.
 #: ``data`` is the problem document (``code``, ``retry_after_seconds``...).
 REFUSED = -32000
-
-CALL_TOOL = "tools/call"
 
 
 def refusal(error: DomainError) -> ErrorData:

@@ -32,7 +32,7 @@ from pydantic import ValidationError
 from memory_bank.capabilities.execute.outcome import Caller
 from memory_bank.errors import Unauthorized
 from memory_bank.mcp.envelope import REPEATED_KEY, EnvelopeError, check_envelope, classify
-from memory_bank.mcp.metering import CALL_TOOL
+from memory_bank.mcp.exchange import CALL_TOOL
 from memory_bank.mcp.server import CallerOf, build_server
 from memory_bank.security.principal import Principal
 from memory_bank.settings import Profile, Settings
